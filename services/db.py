@@ -1,0 +1,134 @@
+"""The database handle: async engine, sessions, schema upgrades, and the SQLite single-process guard.
+
+`Database(url)` is built by the composition root and passed down; nothing connects at import
+time. `migrate()` runs Alembic's upgrade to head on the app's own connection (no nested event
+loop). SQLite gets WAL, foreign keys and a busy timeout; PostgreSQL gets a bounded pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from services.errors import Conflict, DatabaseUnavailable
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+class Database:
+    """An async SQLAlchemy engine plus a session factory, for SQLite or PostgreSQL."""
+
+    def __init__(self, url: str, *, echo: bool = False, schema: str | None = None) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        kwargs: dict[str, Any] = {"echo": echo}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            connect_args: dict[str, Any] = {"timeout": 10, "command_timeout": 30}
+            if schema:
+                connect_args["server_settings"] = {"search_path": schema}
+            kwargs.update(pool_size=10, max_overflow=10, pool_pre_ping=True, pool_timeout=10,
+                          connect_args=connect_args)
+        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        if self.is_sqlite:
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._lock_fd: int | None = None
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction: committed on success, rolled back on error."""
+        try:
+            async with self.sessions() as s, s.begin():
+                yield s
+        except (OperationalError, DBAPIError) as e:
+            if _is_connection_error(e):
+                raise DatabaseUnavailable("the database is not answering; retrying") from e
+            raise
+
+    async def migrate(self) -> None:
+        """Upgrade the schema to the newest revision (idempotent)."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(_upgrade)
+
+    def lock_single_process(self) -> None:
+        """Refuse a second bot process on the same SQLite file (PostgreSQL coordinates itself)."""
+        if not self.is_sqlite or self._lock_fd is not None:
+            return
+        path = sqlite_path(self.url)
+        if path is None:
+            return
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise Conflict(
+                f"another pitcrew process is already using {path}; SQLite supports one bot "
+                "process — stop the other one or use PostgreSQL for several replicas") from None
+        self._lock_fd = fd
+
+    async def ping(self, timeout: float = 5.0) -> bool:
+        try:
+            async with asyncio.timeout(timeout), self.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+            return True
+        except (TimeoutError, OSError, OperationalError, DBAPIError):
+            return False
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a sqlite URL, or None for an in-memory database."""
+    rest = url.split(":///", 1)[1] if ":///" in url else ""
+    if not rest or rest.startswith(":memory:"):
+        return None
+    return Path(rest.split("?", 1)[0]).resolve()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _is_connection_error(e: Exception) -> bool:
+    if isinstance(e, DBAPIError) and e.connection_invalidated:
+        return True
+    msg = str(e).lower()
+    return any(w in msg for w in ("connection refused", "connection was closed", "cannot connect",
+                                  "terminating connection", "connection is closed"))
+
+
+def alembic_config(connection: Connection | None = None) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _upgrade(connection: Connection) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(connection), "head")

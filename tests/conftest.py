@@ -1,0 +1,69 @@
+"""Shared fixtures: the database on both engines (SQLite file and PostgreSQL schema per test).
+
+PostgreSQL comes from PITCREW_TEST_PG_URL (``.ci/run`` sets it); without it the PostgreSQL half
+of every database test is skipped with a visible reason.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from services.db import Database
+
+PG_URL = os.environ.get("PITCREW_TEST_PG_URL", "")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return ("databases: sqlite + postgresql (" + PG_URL.split("@")[-1] + ")" if PG_URL
+            else "databases: sqlite only (PITCREW_TEST_PG_URL not set: PostgreSQL tests skipped)")
+
+
+async def _pg_schema_db() -> tuple[Database, str]:
+    import asyncpg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    raw = PG_URL.replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(raw, timeout=10)
+    try:
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+    finally:
+        await conn.close()
+    return Database(PG_URL, schema=schema), schema
+
+
+async def _drop_schema(schema: str) -> None:
+    import asyncpg
+
+    raw = PG_URL.replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(raw, timeout=10)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
+    """A migrated, empty database; each test runs once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        database = Database(f"sqlite+aiosqlite:///{tmp_path / 'pitcrew.db'}")
+        await database.migrate()
+        try:
+            yield database
+        finally:
+            await database.close()
+        return
+    if not PG_URL:
+        pytest.skip("PostgreSQL half skipped: set PITCREW_TEST_PG_URL (the README's test command does)")
+    database, schema = await _pg_schema_db()
+    await database.migrate()
+    try:
+        yield database
+    finally:
+        await database.close()
+        await _drop_schema(schema)
