@@ -1,12 +1,22 @@
 """The `pitcrew` command line: one click group; each command's docstring is its help line.
 
-Commands that live in their own module are registered in `_register()`; imports inside
-command bodies keep `pitcrew --help` fast and keep import time free of side effects.
+Commands that live in their own module are registered in `_register()`; heavy imports happen
+inside command bodies so `pitcrew --help` stays fast and import time has no side effects.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+
+T = TypeVar("T")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,6 +26,82 @@ import click
 def main(ctx: click.Context, config_file: str | None) -> None:
     """pitcrew: tune and watch LLM inference servers from chat."""
     ctx.obj = {"config_file": config_file}
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one clear line to stderr and exit (no traceback)."""
+    click.echo(f"pitcrew: {message}", err=True)
+    sys.exit(code)
+
+
+def load(ctx: click.Context) -> Settings:
+    """Settings for this invocation, or one line naming the bad field and exit 2."""
+    from bot.settings import ConfigError, load_settings
+
+    try:
+        return load_settings((ctx.obj or {}).get("config_file"))
+    except ConfigError as e:
+        fail(str(e))
+        raise  # unreachable: fail() exits
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine; expected errors become one line on stderr."""
+    from services.errors import PitcrewError
+
+    try:
+        return asyncio.run(coro)
+    except PitcrewError as e:
+        fail(str(e), 1)
+        raise
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+        raise
+
+
+@main.command()
+@click.pass_context
+def migrate(ctx: click.Context) -> None:
+    """Create or upgrade the database schema (safe to run again)."""
+    settings = load(ctx)
+
+    async def go() -> None:
+        from services.db import Database
+
+        db = Database(settings.db.url)
+        try:
+            await db.migrate()
+        finally:
+            await db.close()
+
+    run_async(go())
+    click.echo(f"database is up to date ({_safe_url(settings.db.url)})")
+
+
+@main.command()
+@click.option("--host", default=None, help="Only events about this host.")
+@click.option("--since", default=None, help="Only events newer than this, e.g. 7d, 12h, 30m.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row.")
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.pass_context
+def history(ctx: click.Context, host: str | None, since: str | None, as_json: bool, as_csv: bool,
+            limit: int) -> None:
+    """Print or export the audit log (who did what, where, when)."""
+    from bot.export import print_history
+
+    settings = load(ctx)
+    if as_json and as_csv:
+        fail("choose one of --json and --csv")
+    run_async(print_history(settings.db.url, host=host, since=since, fmt="json" if as_json else
+                            "csv" if as_csv else "table", limit=limit))
+
+
+def _safe_url(url: str) -> str:
+    if "@" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://…@{rest.split('@', 1)[1]}"
+    return url
 
 
 def _register() -> None:
