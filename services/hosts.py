@@ -1,0 +1,233 @@
+"""Host access: the `Host` protocol, its value types, argument checks and the `HostPool`.
+
+What the rest of pitcrew knows about a GPU host: a `HostSpec` (plain values from the composition
+root), `Host` (run a command with a deadline, stream its lines, upload a file atomically, read a
+file), `CommandResult`, and `HostPool` (one `Host` per name, closed together). The asyncssh
+implementation lives in `services/ssh_host.py`.
+
+Commands are argument vectors, never shell strings: each element is quoted with `shlex.join`
+before it reaches the remote shell, and an element carrying NUL, a newline or a carriage return
+is refused with `UserInputError` before anything is sent.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from services.errors import NotFound, UserInputError
+
+_FORBIDDEN_CHARS = {"\x00": "a NUL", "\n": "a newline", "\r": "a carriage return"}
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """How to reach one host and what runs there (values passed down by the composition root)."""
+
+    name: str
+    address: str
+    port: int
+    user: str
+    client_key: Path
+    known_hosts: Path
+    unit: str
+    unit_dir: str
+    server_url: str
+    sudo: bool = False
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The outcome of one command on a host (exit status 128+N when killed by signal N)."""
+
+    argv: tuple[str, ...]
+    exit_status: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+class Host(Protocol):
+    """A GPU host reached over SSH (or anything that behaves the same)."""
+
+    @property
+    def spec(self) -> HostSpec: ...
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,  # noqa: ASYNC109 - the deadline is enforced remotely too
+        input: bytes | None = None,
+        check: bool = False,
+        sudo: bool = False,
+    ) -> CommandResult:
+        """Run ``argv``; past ``timeout`` seconds the remote process is ended and `HostTimeout` raised."""
+        ...
+
+    def stream(
+        self, argv: Sequence[str], *, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        """Lines of ``argv``'s stdout as produced (no newline); the remote process ends on exit."""
+        ...
+
+    async def upload(self, remote_path: str, data: bytes, *, mode: int = 0o644, timeout: float) -> None:  # noqa: ASYNC109
+        """Write ``data`` to ``remote_path`` atomically (temp file in the same directory, then rename)."""
+        ...
+
+    async def read_file(self, remote_path: str, *, timeout: float) -> str:  # noqa: ASYNC109
+        """The text of ``remote_path`` on the host."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def check_argv(argv: Sequence[str]) -> tuple[str, ...]:
+    """Validate an argument vector; returns it as a tuple or raises `UserInputError`."""
+    if isinstance(argv, str | bytes):
+        raise UserInputError("a host command must be a list of arguments, not one string")
+    args = tuple(argv)
+    if not args:
+        raise UserInputError("empty command")
+    for index, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise UserInputError(f"argument {index} of the command is not text")
+        for char, label in _FORBIDDEN_CHARS.items():
+            if char in arg:
+                program = program_name(args) if index else "the command"
+                raise UserInputError(
+                    f"argument {index} of {program} contains {label} character; "
+                    "pitcrew refuses to send it to a host"
+                )
+    return args
+
+
+def program_name(argv: Sequence[str]) -> str:
+    """A short, printable name for a command (basename of argv[0], at most 40 chars)."""
+    name = posixpath.basename(argv[0]) if argv else "?"
+    name = re.sub(r"[^\w.+@:=-]", "?", name)[:40]
+    return f"`{name}`"
+
+
+def quote_argv(argv: Sequence[str]) -> str:
+    """The shell command string for ``argv`` (validated, every element quoted)."""
+    return shlex.join(check_argv(argv))
+
+
+def check_remote_path(remote_path: str) -> tuple[str, str]:
+    """Validate an absolute remote file path; returns ``(directory, basename)``."""
+    if not isinstance(remote_path, str) or not remote_path:
+        raise UserInputError("a remote path is required")
+    for char, label in _FORBIDDEN_CHARS.items():
+        if char in remote_path:
+            raise UserInputError(f"the remote path contains {label} character; refused")
+    if not remote_path.startswith("/"):
+        raise UserInputError("the remote path must be absolute")
+    parts = remote_path.split("/")
+    if ".." in parts or "." in parts:
+        raise UserInputError("the remote path must not contain '.' or '..' components")
+    directory, base = posixpath.split(remote_path)
+    if not base:
+        raise UserInputError("the remote path must name a file, not a directory")
+    return directory or "/", base
+
+
+_SECRET_PATTERNS = (
+    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.S),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]+"),
+    re.compile(r"\bxapp-[A-Za-z0-9-]+"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
+    re.compile(r"(?i)--[\w-]*(api-key|token|secret|password)[= ]\S+"),
+    re.compile(r"(?i)(api[_-]?key|token|secret|password)\s*[=:]\s*\S+"),
+)
+
+
+def redact(text: str) -> str:
+    """Mask obvious secrets (private keys, Slack tokens, bearer tokens, API keys) in ``text``."""
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub("[redacted]", text)
+    return text
+
+
+def stderr_tail(stderr: str, *, max_chars: int = 400) -> str:
+    """The last lines of ``stderr``, at most ``max_chars``, with secrets masked."""
+    tail = stderr.strip()[-max_chars:]
+    return redact(tail)
+
+
+class HostPool:
+    """The hosts pitcrew manages, by name; one `Host` (so one connection) per host."""
+
+    def __init__(self, hosts: Iterable[Host] = ()) -> None:
+        self._hosts: dict[str, Host] = {}
+        for host in hosts:
+            self.add(host)
+
+    @classmethod
+    def from_specs(
+        cls, specs: Iterable[HostSpec], factory: Callable[[HostSpec], Host] | None = None
+    ) -> HostPool:
+        """A pool built from specs; ``factory`` defaults to `services.ssh_host.SshHost`."""
+        if factory is None:
+            from services.ssh_host import SshHost
+
+            factory = SshHost
+        return cls(factory(spec) for spec in specs)
+
+    def add(self, host: Host) -> None:
+        name = host.spec.name
+        if name in self._hosts:
+            raise UserInputError(f"host {name!r} is defined twice")
+        self._hosts[name] = host
+
+    async def remove(self, name: str) -> None:
+        host = self._hosts.pop(name, None)
+        if host is not None:
+            await host.close()
+
+    def get(self, name: str) -> Host:
+        try:
+            return self._hosts[name]
+        except KeyError:
+            raise NotFound(f"no host named {name!r}", host=name) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._hosts)
+
+    def specs(self) -> list[HostSpec]:
+        return [self._hosts[name].spec for name in self.names()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._hosts
+
+    def __len__(self) -> int:
+        return len(self._hosts)
+
+    async def close(self) -> None:
+        hosts, self._hosts = list(self._hosts.values()), {}
+        for host in hosts:
+            await host.close()
+
+    async def __aenter__(self) -> HostPool:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

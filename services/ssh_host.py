@@ -1,0 +1,478 @@
+"""`SshHost`: the asyncssh implementation of the `Host` protocol.
+
+One lazily opened SSH connection per host, shared by concurrent calls (at most ``max_channels``
+channels at once: OpenSSH's default ``MaxSessions`` is 10). The host key is always checked
+against ``spec.known_hosts``; the operator's ``~/.ssh/config`` and agent are never used.
+
+Deadlines: every command is wrapped in coreutils ``timeout --kill-after=2`` (a backstop a little
+past the caller's deadline); when the caller's deadline passes first, the client sends SIGTERM
+to the remote process group (the SSH "signal" request, honoured by OpenSSH and the simulated
+host) and closes the channel, then raises `HostTimeout`. Leaving a `stream` context ends its
+remote process the same way.
+
+A connection found dropped when opening a channel is reopened once; a connection lost while a
+command runs raises `HostUnreachable` (the command's outcome is unknown, so it is not re-run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import signal
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import asyncssh
+
+from services.errors import CommandFailed, HostError, HostKeyMismatch, HostTimeout, HostUnreachable
+from services.hosts import (
+    CommandResult,
+    HostSpec,
+    check_argv,
+    check_remote_path,
+    program_name,
+    quote_argv,
+    stderr_tail,
+)
+
+log = logging.getLogger("pitcrew.hosts")
+
+T = TypeVar("T")
+
+_KILL_AFTER_S = 2
+_REMOTE_MARGIN_S = 1.0
+_END_WAIT_S = 2.0
+_CONNECTION_ERRORS = (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError, ConnectionError)
+
+
+def _secs(value: float) -> str:
+    text = f"{max(value, 0.001):.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _exit_status(proc: asyncssh.SSHClientProcess[bytes]) -> int | None:
+    if proc.exit_status is not None and proc.exit_status >= 0:
+        return proc.exit_status
+    if proc.exit_signal is not None:
+        name = proc.exit_signal[0]
+        number = getattr(signal, f"SIG{name}", None)
+        return 128 + int(number) if number is not None else 255
+    return None
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+class SshHost:
+    """A `Host` reached with asyncssh (see the module docstring for the guarantees)."""
+
+    def __init__(
+        self,
+        spec: HostSpec,
+        *,
+        connect_timeout: float = 10.0,
+        on_command: Callable[[str], None] | None = None,
+        keepalive_interval: float = 15.0,
+        keepalive_count_max: int = 3,
+        max_channels: int = 8,
+    ) -> None:
+        self._spec = spec
+        self._connect_timeout = connect_timeout
+        self._on_command = on_command
+        self._keepalive_interval = keepalive_interval
+        self._keepalive_count_max = keepalive_count_max
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._connect_lock = asyncio.Lock()
+        self._channels = asyncio.Semaphore(max_channels)
+        self._closed = False
+
+    @property
+    def spec(self) -> HostSpec:
+        return self._spec
+
+    def __repr__(self) -> str:
+        return f"SshHost({self._spec.name!r}, {self._spec.user}@{self._spec.address}:{self._spec.port})"
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _label(self) -> str:
+        return f"host {self._spec.name!r}"
+
+    async def _load_credentials(self) -> tuple[asyncssh.SSHKnownHosts, asyncssh.SSHKey]:
+        spec = self._spec
+
+        def load() -> tuple[str, asyncssh.SSHKey]:
+            return Path(spec.known_hosts).read_text(), asyncssh.read_private_key(str(spec.client_key))
+
+        try:
+            known_text, key = await asyncio.to_thread(load)
+        except FileNotFoundError as exc:
+            which = "known_hosts file" if exc.filename == str(spec.known_hosts) else "client key"
+            if which == "known_hosts file":
+                raise HostKeyMismatch(
+                    f"No pinned host key for {self._label()}: its known_hosts file is missing. "
+                    "An operator must pin the host's key before pitcrew connects.",
+                    host=spec.name,
+                ) from None
+            raise HostUnreachable(
+                f"Cannot read the SSH {which} for {self._label()}.", host=spec.name
+            ) from None
+        except (OSError, ValueError, asyncssh.KeyImportError):
+            raise HostUnreachable(
+                f"Cannot read the SSH client key or known_hosts file for {self._label()}.", host=spec.name
+            ) from None
+        try:
+            known = asyncssh.import_known_hosts(known_text)
+        except (ValueError, asyncssh.KeyImportError):
+            raise HostKeyMismatch(
+                f"The known_hosts file for {self._label()} cannot be parsed; refusing to connect. "
+                "An operator must pin the host's key.",
+                host=spec.name,
+            ) from None
+        return known, key
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        spec = self._spec
+        known, key = await self._load_credentials()
+        try:
+            return await asyncio.wait_for(
+                asyncssh.connect(
+                    spec.address,
+                    spec.port,
+                    username=spec.user,
+                    client_keys=[key],
+                    known_hosts=known,
+                    config=[],
+                    agent_path=None,
+                    agent_forwarding=False,
+                    preferred_auth="publickey",
+                    password=None,
+                    keepalive_interval=self._keepalive_interval,
+                    keepalive_count_max=self._keepalive_count_max,
+                    login_timeout=self._connect_timeout,
+                ),
+                self._connect_timeout,
+            )
+        except asyncssh.HostKeyNotVerifiable:
+            log.warning("host key of %s does not match the pinned key; refusing to connect", spec.name)
+            raise HostKeyMismatch(
+                f"The SSH host key of {self._label()} has changed (it does not match the pinned key); "
+                "pitcrew refuses to connect. An operator must confirm the new key before pitcrew "
+                "talks to this host again.",
+                host=spec.name,
+            ) from None
+        except asyncssh.PermissionDenied:
+            raise HostUnreachable(
+                f"{self._label().capitalize()} refused pitcrew's SSH key for user {spec.user!r}.",
+                host=spec.name,
+            ) from None
+        except TimeoutError:
+            raise HostUnreachable(
+                f"{self._label().capitalize()} did not answer within {_secs(self._connect_timeout)}s.",
+                host=spec.name,
+            ) from None
+        except (OSError, asyncssh.Error) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            raise HostUnreachable(
+                f"Cannot reach {self._label()} at {spec.address}:{spec.port} ({reason}).", host=spec.name
+            ) from None
+
+    async def _connection(self) -> asyncssh.SSHClientConnection:
+        if self._closed:
+            raise HostUnreachable(f"The connection to {self._label()} is closed.", host=self._spec.name)
+        conn = self._conn
+        if conn is not None and not conn.is_closed():
+            return conn
+        async with self._connect_lock:
+            conn = self._conn
+            if conn is not None and not conn.is_closed():
+                return conn
+            self._conn = None
+            conn = await self._connect()
+            self._conn = conn
+            return conn
+
+    def _forget(self, conn: asyncssh.SSHClientConnection) -> None:
+        if self._conn is conn:
+            self._conn = None
+        conn.abort()
+
+    async def _open(self, opener: Callable[[asyncssh.SSHClientConnection], Awaitable[T]]) -> T:
+        """Open a channel with ``opener``, reconnecting once if the connection was dropped."""
+        for attempt in (1, 2):
+            conn = await self._connection()
+            try:
+                return await asyncio.wait_for(opener(conn), self._connect_timeout)
+            except (*_CONNECTION_ERRORS, asyncssh.ChannelOpenError, TimeoutError) as exc:
+                dropped = conn.is_closed() or isinstance(exc, (*_CONNECTION_ERRORS, TimeoutError))
+                if dropped:
+                    self._forget(conn)
+                if attempt == 2 or not dropped:
+                    raise HostUnreachable(
+                        f"{self._label().capitalize()} refused or dropped a new SSH session.",
+                        host=self._spec.name,
+                    ) from None
+                log.info("connection to %s was dropped; reconnecting", self._spec.name)
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), _END_WAIT_S)
+
+    # -- commands -----------------------------------------------------------------------------
+
+    def _command(
+        self, argv: Sequence[str], *, timeout: float | None, sudo: bool
+    ) -> tuple[tuple[str, ...], str]:
+        args = check_argv(argv)
+        wrapped: list[str] = list(args)
+        if sudo:
+            wrapped = ["sudo", "-n", "--", *wrapped]
+        if timeout is not None:
+            backstop = _secs(timeout + _REMOTE_MARGIN_S)
+            wrapped = ["timeout", f"--kill-after={_KILL_AFTER_S}", backstop, *wrapped]
+        return args, quote_argv(wrapped)
+
+    async def _start(self, command: str) -> asyncssh.SSHClientProcess[bytes]:
+        def opener(conn: asyncssh.SSHClientConnection) -> Awaitable[asyncssh.SSHClientProcess[bytes]]:
+            if self._on_command is not None:
+                self._on_command(command)
+            return conn.create_process(command, encoding=None)
+
+        return await self._open(opener)
+
+    async def _end(self, proc: asyncssh.SSHClientProcess[bytes]) -> None:
+        """End a remote process: SIGTERM to its group, close the channel, wait briefly."""
+        if not proc.is_closing():
+            with contextlib.suppress(Exception):
+                proc.send_signal("TERM")
+        with contextlib.suppress(Exception):
+            proc.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait_closed(), _END_WAIT_S)
+
+    def _lost(self, argv: Sequence[str]) -> HostUnreachable:
+        if self._conn is not None and self._conn.is_closed():
+            self._conn = None
+        return HostUnreachable(
+            f"The connection to {self._label()} was lost while {program_name(argv)} ran; "
+            "its outcome is unknown.",
+            host=self._spec.name,
+        )
+
+    def _timed_out(self, argv: Sequence[str], timeout: float) -> HostTimeout:
+        return HostTimeout(
+            f"{program_name(argv)} on {self._label()} did not finish within {_secs(timeout)}s; "
+            "the remote process was ended.",
+            host=self._spec.name,
+            timeout_s=timeout,
+        )
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,  # noqa: ASYNC109 - the deadline is enforced remotely too
+        input: bytes | None = None,
+        check: bool = False,
+        sudo: bool = False,
+    ) -> CommandResult:
+        args, command = self._command(argv, timeout=timeout, sudo=sudo)
+        started = time.monotonic()
+        async with self._channels:
+            proc = await self._start(command)
+            try:
+                if input:
+                    proc.stdin.write(input)
+                proc.stdin.write_eof()
+                out, err = await asyncio.wait_for(proc.communicate(), timeout)
+            except TimeoutError:
+                await self._end(proc)
+                raise self._timed_out(args, timeout) from None
+            except _CONNECTION_ERRORS:
+                await self._end(proc)
+                raise self._lost(args) from None
+            except BaseException:
+                await self._end(proc)
+                raise
+        duration = time.monotonic() - started
+        status = _exit_status(proc)
+        if status is None:
+            raise self._lost(args)
+        result = CommandResult(args, status, _decode(out), _decode(err), duration)
+        log.debug("%s: %s exited %d in %.3fs", self._spec.name, program_name(args), status, duration)
+        if check and status != 0:
+            raise self._failed(args, status, result.stderr)
+        return result
+
+    def _failed(self, argv: Sequence[str], status: int, stderr: str) -> CommandFailed:
+        tail = stderr_tail(stderr)
+        detail = f": {tail}" if tail else ""
+        return CommandFailed(
+            f"{program_name(argv)} on {self._label()} exited with status {status}{detail}",
+            host=self._spec.name,
+            exit_status=status,
+            stderr_tail=tail,
+        )
+
+    @asynccontextmanager
+    async def stream(
+        self, argv: Sequence[str], *, timeout: float | None = None  # noqa: ASYNC109
+    ) -> AsyncIterator[AsyncIterator[str]]:
+        """Lines of stdout as produced. If the command ends on its own with a non-zero status the
+        iterator raises `CommandFailed` after the last line; past ``timeout`` it raises `HostTimeout`."""
+        args, command = self._command(argv, timeout=timeout, sudo=False)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        async with self._channels:
+            proc = await self._start(command)
+            proc.stdin.write_eof()
+            errors: deque[bytes] = deque(maxlen=50)
+
+            async def drain_stderr() -> None:
+                with contextlib.suppress(Exception):
+                    while chunk := await proc.stderr.read(4096):
+                        errors.append(chunk)
+
+            drain = asyncio.create_task(drain_stderr())
+
+            async def lines() -> AsyncGenerator[str, None]:
+                while True:
+                    try:
+                        if deadline is None:
+                            raw = await proc.stdout.readline()
+                        else:
+                            raw = await asyncio.wait_for(proc.stdout.readline(), deadline - time.monotonic())
+                    except TimeoutError:
+                        await self._end(proc)
+                        assert timeout is not None
+                        raise self._timed_out(args, timeout) from None
+                    except _CONNECTION_ERRORS:
+                        raise self._lost(args) from None
+                    if not raw:
+                        break
+                    yield _decode(raw.rstrip(b"\n").rstrip(b"\r"))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait_closed(), _END_WAIT_S)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(drain, _END_WAIT_S)
+                status = _exit_status(proc)
+                if status is None:
+                    raise self._lost(args)
+                if status != 0:
+                    raise self._failed(args, status, _decode(b"".join(errors)))
+
+            gen = lines()
+            try:
+                yield gen
+            finally:
+                await gen.aclose()
+                await self._end(proc)
+                drain.cancel()
+
+    # -- files ----------------------------------------------------------------------------------
+
+    async def upload(self, remote_path: str, data: bytes, *, mode: int = 0o644, timeout: float) -> None:  # noqa: ASYNC109
+        directory, base = check_remote_path(remote_path)
+        token = secrets.token_hex(6)
+        target_tmp = f"{directory.rstrip('/')}/.{base}.pitcrew-{token}.tmp"
+        try:
+            async with asyncio.timeout(timeout):
+                if self._spec.sudo:
+                    await self._upload_sudo(remote_path, data, mode, target_tmp, token, timeout)
+                else:
+                    await self._upload_direct(remote_path, data, mode, target_tmp)
+        except TimeoutError:
+            raise HostTimeout(
+                f"Uploading {base} to {self._label()} did not finish within {_secs(timeout)}s.",
+                host=self._spec.name,
+                timeout_s=timeout,
+            ) from None
+
+    async def _sftp_write(self, path: str, data: bytes, mode: int) -> None:
+        async with self._channels:
+            sftp = await self._open(lambda conn: conn.start_sftp_client())
+            try:
+                async with sftp:
+                    try:
+                        attrs = asyncssh.SFTPAttrs(permissions=mode)
+                        async with sftp.open(path, "wb", attrs) as handle:
+                            await handle.write(data)
+                            with contextlib.suppress(asyncssh.SFTPOpUnsupported):
+                                await handle.fsync()
+                        await sftp.chmod(path, mode)
+                    except BaseException:
+                        with contextlib.suppress(Exception):
+                            await sftp.remove(path)
+                        raise
+            except asyncssh.SFTPError as exc:
+                raise HostError(
+                    f"Writing a file on {self._label()} failed: {exc.reason}", host=self._spec.name
+                ) from None
+            except _CONNECTION_ERRORS:
+                raise HostUnreachable(
+                    f"The connection to {self._label()} was lost during an upload.", host=self._spec.name
+                ) from None
+
+    async def _upload_direct(self, remote_path: str, data: bytes, mode: int, target_tmp: str) -> None:
+        await self._sftp_write(target_tmp, data, mode)
+        async with self._channels:
+            sftp = await self._open(lambda conn: conn.start_sftp_client())
+            try:
+                async with sftp:
+                    try:
+                        await sftp.posix_rename(target_tmp, remote_path)
+                    except BaseException:
+                        with contextlib.suppress(Exception):
+                            await sftp.remove(target_tmp)
+                        raise
+            except asyncssh.SFTPError as exc:
+                raise HostError(
+                    f"Replacing {remote_path} on {self._label()} failed: {exc.reason}", host=self._spec.name
+                ) from None
+            except _CONNECTION_ERRORS:
+                raise HostUnreachable(
+                    f"The connection to {self._label()} was lost during an upload.", host=self._spec.name
+                ) from None
+
+    async def _home(self) -> str:
+        async with self._channels:
+            sftp = await self._open(lambda conn: conn.start_sftp_client())
+            async with sftp:
+                home: str = await sftp.realpath(".")
+            return home
+
+    async def _upload_sudo(
+        self, remote_path: str, data: bytes, mode: int, target_tmp: str, token: str, step_s: float
+    ) -> None:
+        staging = f"{(await self._home()).rstrip('/')}/.pitcrew-upload-{token}"
+        await self._sftp_write(staging, data, 0o600)
+        try:
+            await self.run(
+                ["install", "-m", f"{mode:o}", staging, target_tmp], timeout=step_s, check=True, sudo=True
+            )
+            try:
+                mv = ["mv", "-f", "-T", target_tmp, remote_path]
+                await self.run(mv, timeout=step_s, check=True, sudo=True)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await self.run(["rm", "-f", "--", target_tmp], timeout=step_s, sudo=True)
+                raise
+        finally:
+            with contextlib.suppress(Exception):
+                await self.run(["rm", "-f", "--", staging], timeout=step_s)
+
+    async def read_file(self, remote_path: str, *, timeout: float) -> str:  # noqa: ASYNC109
+        check_remote_path(remote_path)
+        result = await self.run(["cat", "--", remote_path], timeout=timeout, check=True, sudo=self._spec.sudo)
+        return result.stdout
