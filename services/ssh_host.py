@@ -4,11 +4,16 @@ One lazily opened SSH connection per host, shared by concurrent calls (at most `
 channels at once: OpenSSH's default ``MaxSessions`` is 10). The host key is always checked
 against ``spec.known_hosts``; the operator's ``~/.ssh/config`` and agent are never used.
 
-Deadlines: every command is wrapped in coreutils ``timeout --kill-after=2`` (a backstop a little
-past the caller's deadline); when the caller's deadline passes first, the client sends SIGTERM
-to the remote process group (the SSH "signal" request, honoured by OpenSSH and the simulated
-host) and closes the channel, then raises `HostTimeout`. Leaving a `stream` context ends its
-remote process the same way.
+Ending remote processes. OpenSSH does not end a session's process when its channel closes, and
+refuses the "signal" channel request for root logins (no privilege separation after auth), so
+neither is enough alone. Every command without ``input`` (and every stream) therefore runs under
+a small POSIX ``sh`` watchdog: the command gets ``/dev/null`` as stdin while the watchdog reads
+the channel's stdin, which the client never closes; when the channel closes (client gave up,
+stream context exited, connection dropped) the watchdog sees EOF and sends SIGTERM to its process
+group. Commands with a deadline are also wrapped in coreutils ``timeout --kill-after=2`` set a
+little past the caller's deadline (a backstop, and the only guard for commands fed ``input``).
+On the caller's deadline the client sends SIGTERM over the channel, closes it and raises
+`HostTimeout`.
 
 A connection found dropped when opening a channel is reopened once; a connection lost while a
 command runs raises `HostUnreachable` (the command's outcome is unknown, so it is not re-run).
@@ -46,7 +51,15 @@ log = logging.getLogger("pitcrew.hosts")
 T = TypeVar("T")
 
 _KILL_AFTER_S = 2
-_REMOTE_MARGIN_S = 1.0
+_REMOTE_MARGIN_S = 0.5
+_TIMEOUT_EXIT = 124
+# Runs "$@" with stdin from /dev/null; ends the whole process group when the channel's stdin hits
+# EOF (the channel closed); otherwise exits with the command's status.
+_WATCHDOG = (
+    'exec 3<&0; "$@" </dev/null 3<&- & c=$!; '
+    "{ while read -r _; do :; done; kill -TERM 0; } <&3 >/dev/null 2>&1 & w=$!; "
+    'exec 3<&-; wait "$c"; s=$?; kill "$w" 2>/dev/null; exit "$s"'
+)
 _END_WAIT_S = 2.0
 _CONNECTION_ERRORS = (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError, ConnectionError)
 
@@ -233,12 +246,14 @@ class SshHost:
     # -- commands -----------------------------------------------------------------------------
 
     def _command(
-        self, argv: Sequence[str], *, timeout: float | None, sudo: bool
+        self, argv: Sequence[str], *, timeout: float | None, sudo: bool, watchdog: bool
     ) -> tuple[tuple[str, ...], str]:
         args = check_argv(argv)
         wrapped: list[str] = list(args)
         if sudo:
             wrapped = ["sudo", "-n", "--", *wrapped]
+        if watchdog:
+            wrapped = ["sh", "-c", _WATCHDOG, "sh", *wrapped]
         if timeout is not None:
             backstop = _secs(timeout + _REMOTE_MARGIN_S)
             wrapped = ["timeout", f"--kill-after={_KILL_AFTER_S}", backstop, *wrapped]
@@ -288,14 +303,14 @@ class SshHost:
         check: bool = False,
         sudo: bool = False,
     ) -> CommandResult:
-        args, command = self._command(argv, timeout=timeout, sudo=sudo)
+        args, command = self._command(argv, timeout=timeout, sudo=sudo, watchdog=input is None)
         started = time.monotonic()
         async with self._channels:
             proc = await self._start(command)
             try:
-                if input:
+                if input is not None:
                     proc.stdin.write(input)
-                proc.stdin.write_eof()
+                    proc.stdin.write_eof()
                 out, err = await asyncio.wait_for(proc.communicate(), timeout)
             except TimeoutError:
                 await self._end(proc)
@@ -310,6 +325,8 @@ class SshHost:
         status = _exit_status(proc)
         if status is None:
             raise self._lost(args)
+        if status == _TIMEOUT_EXIT and duration >= timeout:
+            raise self._timed_out(args, timeout)  # the remote backstop fired first
         result = CommandResult(args, status, _decode(out), _decode(err), duration)
         log.debug("%s: %s exited %d in %.3fs", self._spec.name, program_name(args), status, duration)
         if check and status != 0:
@@ -332,11 +349,10 @@ class SshHost:
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Lines of stdout as produced. If the command ends on its own with a non-zero status the
         iterator raises `CommandFailed` after the last line; past ``timeout`` it raises `HostTimeout`."""
-        args, command = self._command(argv, timeout=timeout, sudo=False)
+        args, command = self._command(argv, timeout=timeout, sudo=False, watchdog=True)
         deadline = None if timeout is None else time.monotonic() + timeout
         async with self._channels:
             proc = await self._start(command)
-            proc.stdin.write_eof()
             errors: deque[bytes] = deque(maxlen=50)
 
             async def drain_stderr() -> None:

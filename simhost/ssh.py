@@ -289,7 +289,9 @@ class SimSshServer:
         _killpg(pgid, signal.SIGKILL)  # leftovers of a finished command (e.g. `sleep 100 &`)
 
 
-def _prepare_keys(root: Path) -> tuple[Path, asyncssh.SSHKey, asyncssh.SSHKey]:
+def prepare_keys(root: Path) -> tuple[Path, asyncssh.SSHKey, asyncssh.SSHKey]:
+    """Create (or reuse) the key files under ``root/ssh/``; returns ``(resolved root, host key,
+    client key)``. Also used by `simhost.openssh` so both servers share one identity layout."""
     root = root.resolve()
     ssh_dir = _ssh_dir(root)
     ssh_dir.mkdir(parents=True, exist_ok=True)
@@ -309,7 +311,7 @@ async def start_ssh_server(
     user: str = "pitcrew",
 ) -> SimSshServer:
     """Start the simulated host's SSH server on ``host:port`` (0 = a free port) serving ``root``."""
-    root, host_key, client_key = await asyncio.to_thread(_prepare_keys, Path(root))
+    root, host_key, client_key = await asyncio.to_thread(prepare_keys, Path(root))
     ssh_dir = _ssh_dir(root)
     client_key_path = ssh_dir / "client_key"
     host_key_path = ssh_dir / "host_key"

@@ -1,0 +1,211 @@
+"""A real OpenSSH ``sshd`` serving the simulated host's command environment (tests only).
+
+`start_openssh_server` runs ``/usr/sbin/sshd -D -e`` on a free loopback port with its own config
+file under ``root/ssh/`` (never the system's): the host key, client key and published
+``known_hosts`` are the same files `simhost.ssh.start_ssh_server` uses, and ``SetEnv`` gives
+sessions the same environment (given env + ``PATH=<path_prefix>:<system PATH>``). Differences
+from the asyncssh server that are OpenSSH's own: sessions start in the user's home directory
+(not ``root``), run the user's login shell, SFTP is not confined, and closing a channel does not
+end its process (the client sends a ``signal`` request first; OpenSSH delivers it to the
+session's process group). The returned `OpenSshServer` has the same attributes as
+`simhost.ssh.SimSshServer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import os
+import shutil
+import signal
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from simhost.ssh import known_hosts_line, prepare_keys
+
+SSHD = "/usr/sbin/sshd"
+_START_TIMEOUT_S = 10.0
+
+
+def sshd_path() -> str | None:
+    """The sshd binary, or None when OpenSSH's server is not installed."""
+    found = SSHD if os.access(SSHD, os.X_OK) else shutil.which("sshd")
+    return found
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            text = Path(f"/proc/{current}/task/{current}/children").read_text()
+        except OSError:
+            continue
+        children = [int(x) for x in text.split()]
+        found.extend(children)
+        stack.extend(children)
+    return found
+
+
+def _setenv_value(name: str, value: str) -> str:
+    if any(c in name + value for c in '"\n\r\x00\\'):
+        raise ValueError(f"environment variable {name} cannot be passed through sshd's SetEnv")
+    return f'"{name}={value}"'
+
+
+@dataclass(eq=False)
+class OpenSshServer:
+    """A running sshd started by `start_openssh_server`."""
+
+    host: str
+    port: int
+    user: str
+    client_key: Path
+    client_public_key: Path
+    host_key: Path
+    known_hosts: Path
+    root: Path
+    config: Path
+    log: Path
+    _proc: asyncio.subprocess.Process
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    async def drop_connections(self) -> None:
+        """Kill every per-connection sshd process (and its sessions); the listener keeps running."""
+        for pid in _descendants(self._proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.05)
+
+    async def close(self) -> None:
+        children = _descendants(self._proc.pid)
+        if self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.terminate()
+            try:
+                await asyncio.wait_for(self._proc.wait(), 5)
+            except TimeoutError:
+                self._proc.kill()
+                await self._proc.wait()
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    async def __aenter__(self) -> OpenSshServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _write_config(
+    root: Path, host: str, port: int, env: Mapping[str, str], path_prefix: Sequence[Path]
+) -> tuple[Path, Path]:
+    ssh_dir = root / "ssh"
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    system_path = os.environ.get("PATH") or os.defpath
+    full_env = dict(env)
+    full_env["PATH"] = ":".join([*(str(p) for p in path_prefix), system_path])
+    full_env.setdefault("PYTHONUNBUFFERED", "1")
+    setenv = " ".join(_setenv_value(k, v) for k, v in full_env.items())
+    config = ssh_dir / "sshd_config"
+    config.write_text(
+        "\n".join(
+            [
+                f"Port {port}",
+                f"ListenAddress {host}",
+                f"HostKey {ssh_dir / 'host_key'}",
+                f"AuthorizedKeysFile {ssh_dir / 'authorized_keys'}",
+                f"PidFile {ssh_dir / 'sshd.pid'}",
+                "UsePAM no",
+                "StrictModes no",
+                "PermitRootLogin yes",
+                "PubkeyAuthentication yes",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "AllowAgentForwarding no",
+                "AllowTcpForwarding no",
+                "X11Forwarding no",
+                "PrintMotd no",
+                "MaxStartups 100",
+                "LogLevel INFO",
+                f"SetEnv {setenv}",
+                "Subsystem sftp internal-sftp",
+                "",
+            ]
+        )
+    )
+    return config, ssh_dir / "sshd.log"
+
+
+async def _listening(host: str, port: int) -> bool:
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
+    except (OSError, TimeoutError):
+        return False
+    try:
+        banner = await asyncio.wait_for(reader.readline(), 2.0)
+    except (OSError, TimeoutError):
+        banner = b""
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return banner.startswith(b"SSH-2.0-OpenSSH")
+
+
+async def start_openssh_server(
+    root: Path,
+    *,
+    env: Mapping[str, str],
+    path_prefix: Sequence[Path],
+    host: str = "127.0.0.1",
+    port: int = 0,
+    user: str | None = None,
+) -> OpenSshServer:
+    """Start sshd for ``root``'s keys on ``host:port`` (0 = a free port); raises if it cannot start."""
+    binary = sshd_path()
+    if binary is None:
+        raise FileNotFoundError("sshd is not installed")
+    root, host_key, _client_key = await asyncio.to_thread(prepare_keys, Path(root))
+    ssh_dir = root / "ssh"
+    attempts = 1 if port else 5
+    last_error = ""
+    for _ in range(attempts):
+        chosen = port or _free_port(host)
+        config, log = await asyncio.to_thread(_write_config, root, host, chosen, env, path_prefix)
+        with open(log, "ab") as log_file:  # noqa: ASYNC230 - opening a local log file
+            proc = await asyncio.create_subprocess_exec(
+                binary, "-D", "-e", "-f", str(config),
+                stdin=asyncio.subprocess.DEVNULL, stdout=log_file, stderr=log_file,
+            )
+        deadline = asyncio.get_running_loop().time() + _START_TIMEOUT_S
+        while proc.returncode is None and asyncio.get_running_loop().time() < deadline:
+            if await _listening(host, chosen):
+                known = known_hosts_line(host, chosen, host_key) + "\n"
+                await asyncio.to_thread((ssh_dir / "known_hosts").write_text, known)
+                return OpenSshServer(
+                    host=host, port=chosen, user=user or getpass.getuser(),
+                    client_key=ssh_dir / "client_key", client_public_key=ssh_dir / "client_key.pub",
+                    host_key=ssh_dir / "host_key", known_hosts=ssh_dir / "known_hosts",
+                    root=root, config=config, log=log, _proc=proc,
+                )
+            await asyncio.sleep(0.02)
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        last_error = (await asyncio.to_thread(log.read_text, errors="replace"))[-500:]
+    raise RuntimeError(f"sshd did not start: {last_error}")
