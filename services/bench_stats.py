@@ -1,0 +1,265 @@
+"""Benchmark value types and the arithmetic that turns per-request records into level figures.
+
+Owns the definitions of issue 4 once measurements exist: TTFT, E2E, N, TPOT, decode tok/s per
+request, tokens per chunk, output tok/s, request/s, achieved concurrency, the steady-state
+decode rate, percentiles, and the JSON document `pitcrew bench --json` prints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+# A level is unreliable (client saturated) above these.
+LAG_P99_LIMIT_MS = 10.0
+CPU_BUSY_LIMIT = 0.90  # fraction of one core over the measurement window
+CONCURRENCY_WARN = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One finished request, times in seconds relative to its own t0 (perf_counter based)."""
+
+    t0: float  # absolute perf_counter() just before the request was sent
+    queue_s: float  # wait for a client slot before t0
+    ttft: float
+    e2e: float
+    tokens: int  # N
+    chunks: int  # text-carrying events
+    chunk_counted: bool  # N came from counting chunks (no usage in the stream)
+    max_gap: float  # largest inter-chunk latency seen
+
+    @property
+    def end(self) -> float:
+        return self.t0 + self.e2e
+
+    @property
+    def tpot(self) -> float | None:
+        if self.tokens <= 1 or self.e2e <= self.ttft:
+            return None
+        return (self.e2e - self.ttft) / (self.tokens - 1)
+
+    @property
+    def icl(self) -> float | None:
+        """Mean inter-chunk latency as measured."""
+        if self.chunks <= 1:
+            return None
+        return (self.e2e - self.ttft) / (self.chunks - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Dist:
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p99": self.p99, "max": self.max}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFigures:
+    """Server-side figures for a level's window; None where the server does not say."""
+
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    gen_throughput: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"accept_len": self.accept_len, "accept_rate": self.accept_rate,
+                "gen_throughput": self.gen_throughput}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientHealth:
+    cpu_s_per_1k_tokens: float | None = None
+    loop_lag_ms_p99: float | None = None
+    cpu_busy: float | None = None  # CPU seconds / wall seconds over the window
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens, "loop_lag_ms_p99": self.loop_lag_ms_p99}
+
+
+@dataclass(frozen=True, slots=True)
+class LevelResult:
+    concurrency: int
+    requests: int  # measured requests that completed
+    failed: int
+    failures: dict[str, int]
+    output_tokens: int
+    duration_s: float | None
+    output_tok_s: float | None
+    request_per_s: float | None
+    achieved_concurrency: float | None
+    steady_decode_tok_s: float | None
+    tokens_per_chunk: float | None
+    chunk_counted: bool
+    ttft_ms: Dist
+    tpot_ms: Dist
+    decode_tok_s_per_request: Dist
+    e2e_ms: Dist
+    icl_ms: Dist
+    queue_ms: Dist
+    server: ServerFigures
+    client: ClientHealth
+    unreliable: bool
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "concurrency": self.concurrency, "requests": self.requests, "failed": self.failed,
+            "output_tokens": self.output_tokens, "duration_s": self.duration_s,
+            "output_tok_s": self.output_tok_s, "request_per_s": self.request_per_s,
+            "achieved_concurrency": self.achieved_concurrency,
+            "steady_decode_tok_s": self.steady_decode_tok_s, "tokens_per_chunk": self.tokens_per_chunk,
+            "chunk_counted": self.chunk_counted, "ttft_ms": self.ttft_ms.to_json(),
+            "tpot_ms": self.tpot_ms.to_json(),
+            "decode_tok_s_per_request": self.decode_tok_s_per_request.to_json(),
+            "e2e_ms": self.e2e_ms.to_json(), "server": self.server.to_json(),
+            "client": self.client.to_json(), "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    url: str
+    model: str | None
+    started_at: str  # ISO 8601 UTC
+    levels: tuple[LevelResult, ...] = ()
+    cancelled: bool = False
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document of issue 4 item 6 (null where a figure is not known)."""
+        return {"url": self.url, "model": self.model, "started_at": self.started_at,
+                "levels": [lv.to_json() for lv in self.levels]}
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), `q` in [0, 100]."""
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def dist(values: list[float], scale: float = 1.0) -> Dist:
+    if not values:
+        return Dist()
+    v = sorted(x * scale for x in values)
+    return Dist(mean=sum(v) / len(v), p50=percentile(v, 50), p90=percentile(v, 90),
+                p99=percentile(v, 99), max=v[-1])
+
+
+def steady_decode_rate(records: list[RequestRecord], concurrency: int) -> float | None:
+    """Aggregate decode tok/s over the times when `concurrency` measured streams were all decoding.
+
+    Each request decodes from t0+TTFT to t0+E2E at its own mean rate (N-1)/(E2E-TTFT); the figure
+    is the sum of those rates weighted by their overlap with the all-decoding set, over its length.
+    """
+    edges: list[tuple[float, int]] = []
+    spans: list[tuple[float, float, float]] = []
+    for r in records:
+        tpot = r.tpot
+        if tpot is None:
+            continue
+        a, b = r.t0 + r.ttft, r.t0 + r.e2e
+        spans.append((a, b, 1.0 / tpot))
+        edges.append((a, 1))
+        edges.append((b, -1))
+    if not spans:
+        return None
+    edges.sort(key=lambda e: (e[0], e[1]))
+    full: list[tuple[float, float]] = []
+    running = 0
+    start = 0.0
+    for t, d in edges:
+        prev = running
+        running += d
+        if prev < concurrency <= running:
+            start = t
+        elif running < concurrency <= prev and t > start:
+            full.append((start, t))
+    total = sum(b - a for a, b in full)
+    if total <= 0:
+        return None
+    tokens = 0.0
+    for a, b, rate in spans:
+        for fa, fb in full:
+            lo, hi = max(a, fa), min(b, fb)
+            if hi > lo:
+                tokens += rate * (hi - lo)
+    return tokens / total
+
+
+
+@dataclass(frozen=True, slots=True)
+class LevelInputs:
+    """What the runner hands to `summarize` for one level."""
+
+    concurrency: int
+    records: list[RequestRecord]
+    failures: dict[str, int]
+    cpu_s: float | None
+    lag_samples_ms: list[float]
+    server: ServerFigures
+    extra_warnings: tuple[str, ...] = ()
+
+
+def summarize(inp: LevelInputs) -> LevelResult:
+    recs = inp.records
+    c = inp.concurrency
+    warnings = list(inp.extra_warnings)
+    failed = sum(inp.failures.values())
+    if failed:
+        parts = ", ".join(f"{k}: {v}" for k, v in sorted(inp.failures.items()))
+        warnings.append(f"{failed} request(s) failed ({parts})")
+    tokens = sum(r.tokens for r in recs)
+    chunks = sum(r.chunks for r in recs)
+    chunk_counted = any(r.chunk_counted for r in recs)
+    if chunk_counted:
+        warnings.append("server sent no usage: N chunk-counted (lower bound); token figures are lower bounds")
+    window = None
+    out_tok_s = req_s = achieved = None
+    if recs:
+        first = min(r.t0 for r in recs)
+        last = max(r.end for r in recs)
+        window = last - first if last > first else None
+    if window:
+        out_tok_s = tokens / window
+        req_s = len(recs) / window
+        achieved = sum(r.e2e for r in recs) / window
+        if achieved < CONCURRENCY_WARN * c:
+            warnings.append(f"achieved concurrency {achieved:.2f} < {CONCURRENCY_WARN:.2f} x {c}: "
+                            "the client or the request count limited the load")
+    lag_p99 = percentile(sorted(inp.lag_samples_ms), 99) if inp.lag_samples_ms else None
+    cpu_per_1k = inp.cpu_s / tokens * 1000.0 if inp.cpu_s is not None and tokens else None
+    busy = inp.cpu_s / window if inp.cpu_s is not None and window else None
+    unreliable = False
+    if lag_p99 is not None and lag_p99 > LAG_P99_LIMIT_MS:
+        unreliable = True
+        warnings.append(f"client event-loop lag p99 {lag_p99:.1f} ms > {LAG_P99_LIMIT_MS:.0f} ms: "
+                        "client saturated, level unreliable")
+    if busy is not None and busy > CPU_BUSY_LIMIT:
+        unreliable = True
+        warnings.append(f"client CPU {busy:.0%} of a core: client saturated, level unreliable")
+    tpots = [t for t in (r.tpot for r in recs) if t is not None]
+    icls = [t for t in (r.icl for r in recs) if t is not None]
+    return LevelResult(
+        concurrency=c, requests=len(recs), failed=failed, failures=dict(inp.failures),
+        output_tokens=tokens, duration_s=window, output_tok_s=out_tok_s, request_per_s=req_s,
+        achieved_concurrency=achieved,
+        steady_decode_tok_s=steady_decode_rate(recs, c),
+        tokens_per_chunk=tokens / chunks if chunks else None, chunk_counted=chunk_counted,
+        ttft_ms=dist([r.ttft for r in recs], 1000.0), tpot_ms=dist(tpots, 1000.0),
+        decode_tok_s_per_request=dist([1.0 / t for t in tpots if t > 0]),
+        e2e_ms=dist([r.e2e for r in recs], 1000.0), icl_ms=dist(icls, 1000.0),
+        queue_ms=dist([r.queue_s for r in recs], 1000.0), server=inp.server,
+        client=ClientHealth(cpu_s_per_1k_tokens=cpu_per_1k, loop_lag_ms_p99=lag_p99, cpu_busy=busy),
+        unreliable=unreliable, warnings=tuple(warnings),
+    )
