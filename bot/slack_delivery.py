@@ -1,0 +1,211 @@
+"""The Slack side of outbox delivery: `SlackDeliverer` posts, edits and threads outbox items.
+
+An item whose key already has a message is an edit (``chat.update``, progress in place); an item
+with a parent goes in the parent's thread; attachments follow with ``files_upload_v2`` in the
+thread. Every posted message carries its idempotency key in Slack message metadata, and a retry
+after an ambiguous failure (timeout, dropped connection) first looks for a message with that key
+in the channel or thread, so an item is never shown twice. Rate limits become `RetryLater` with
+Slack's ``Retry-After``.
+
+Slack-specific hints ride in the payload under ``"slack"``: ``thread_ts`` (reply under a message
+that is not ours, e.g. a mention), ``user`` (target of an ephemeral reply), ``blocks``/``text``
+(pre-rendered blocks, e.g. a clicked message's receipt).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.delivery import RetryLater
+from bot.render import SlackMessage, render_plain_fallback, render_reply
+from handlers.contract import Attachment, Reply
+from services.outbox import MessageRef
+
+if TYPE_CHECKING:
+    from services.outbox import OutboxItem
+
+log = logging.getLogger(__name__)
+
+IDEMPOTENCY_EVENT = "pitcrew_message"
+TRANSPORT = "slack"
+# Errors that will not fix themselves quickly; retried with a long delay so an operator can act.
+_SLOW_ERRORS = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action",
+                "missing_scope", "invalid_auth", "account_inactive", "token_revoked", "not_authed"}
+_BAD_BLOCKS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks",
+               "invalid_attachments"}
+
+
+class SlackDeliveryError(Exception):
+    """Slack refused the item with an error that does not say "wait" (retried by the loop)."""
+
+
+class SlackDeliverer:
+    """`bot.delivery.Deliverer` for Slack."""
+
+    transport = TRANSPORT
+
+    def __init__(self, client: AsyncWebClient, *, lookback_s: float = 3600.0,
+                 slow_error_retry_s: float = 60.0) -> None:
+        self.client = client
+        self.lookback_s = lookback_s
+        self.slow_error_retry_s = slow_error_retry_s
+
+    async def deliver(self, item: OutboxItem, *, existing: MessageRef | None,
+                      parent: MessageRef | None) -> MessageRef:
+        try:
+            return await self._deliver(item, existing=existing, parent=parent)
+        except SlackApiError as exc:
+            raise self._classify(exc) from exc
+
+    def _classify(self, exc: SlackApiError) -> Exception:
+        resp = exc.response
+        status = getattr(resp, "status_code", 200)
+        error = str(resp.get("error", "")) if resp is not None else ""
+        if status == 429 or error == "ratelimited":
+            header = _header(resp, "retry-after")
+            retry_after = float(header) if header and header.replace(".", "", 1).isdigit() else 1.0
+            return RetryLater(f"slack rate limited (Retry-After {retry_after:g}s)",
+                              retry_after=retry_after, defer_batch=True)
+        if status >= 500:
+            return RetryLater(f"slack HTTP {status}", retry_after=None)
+        if error in _SLOW_ERRORS:
+            return RetryLater(f"slack: {error}", retry_after=self.slow_error_retry_s)
+        return SlackDeliveryError(f"slack: {error or status}")
+
+    async def _deliver(self, item: OutboxItem, *, existing: MessageRef | None,
+                       parent: MessageRef | None) -> MessageRef:
+        payload = item.payload
+        hints: dict[str, Any] = payload.get("slack") or {}
+        reply = Reply.from_json(payload)
+        messages = self._messages(reply, hints)
+        if reply.ephemeral and hints.get("user"):
+            return await self._ephemeral(item, messages, user=str(hints["user"]), parent=parent,
+                                         thread_ts=hints.get("thread_ts"))
+        if existing is not None:
+            ref = await self._update(item, existing, messages[0], reply)
+            if ref is not None:
+                await self._followups(item, ref, messages[1:])
+                return ref
+            # the message was deleted: post it again as a new one
+        thread_ts = parent.ts if parent is not None else hints.get("thread_ts")
+        channel = parent.channel if parent is not None else item.channel
+        ref = await self._post_once(item, channel, messages[0], reply, thread_ts=thread_ts, part=0)
+        await self._followups(item, ref, messages[1:])
+        return ref
+
+    def _messages(self, reply: Reply, hints: dict[str, Any]) -> list[SlackMessage]:
+        if isinstance(hints.get("blocks"), list):
+            return [SlackMessage(text=str(hints.get("text") or reply.text or "pitcrew")[:3000],
+                                 blocks=tuple(hints["blocks"]))]
+        return render_reply(reply, lead=hints.get("asked"))
+
+    async def _ephemeral(self, item: OutboxItem, messages: list[SlackMessage], *, user: str,
+                         parent: MessageRef | None, thread_ts: str | None) -> MessageRef:
+        channel = parent.channel if parent is not None else item.channel
+        ts_thread = parent.ts if parent is not None else thread_ts
+        first_ts = ""
+        for msg in messages:
+            kwargs: dict[str, Any] = {"channel": channel, "user": user, "text": msg.text,
+                                      "blocks": list(msg.blocks)}
+            if ts_thread:
+                kwargs["thread_ts"] = ts_thread
+            resp = await self.client.chat_postEphemeral(**kwargs)
+            first_ts = first_ts or str(resp.get("message_ts", ""))
+        return MessageRef(transport=TRANSPORT, channel=channel, ts=first_ts or "ephemeral",
+                          thread_ts=ts_thread)
+
+    async def _update(self, item: OutboxItem, existing: MessageRef, msg: SlackMessage,
+                      reply: Reply) -> MessageRef | None:
+        try:
+            await self.client.chat_update(channel=existing.channel, ts=existing.ts, text=msg.text,
+                                          blocks=list(msg.blocks))
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            if error == "message_not_found":
+                log.info("message for %s is gone; posting it again", item.key)
+                return None
+            if error in _BAD_BLOCKS:
+                plain = render_plain_fallback(reply)
+                await self.client.chat_update(channel=existing.channel, ts=existing.ts,
+                                              text=plain.text, blocks=[])
+            else:
+                raise
+        await self._upload(item, existing.channel, existing.thread_ts or existing.ts, msg.files)
+        return existing
+
+    async def _post_once(self, item: OutboxItem, channel: str, msg: SlackMessage, reply: Reply | None,
+                         *, thread_ts: str | None, part: int) -> MessageRef:
+        """Post unless a previous attempt already did (found by the idempotency key)."""
+        key = item.idempotency_key if part == 0 else f"{item.idempotency_key}/{part}"
+        if item.attempts > 0:
+            found = await self._find_posted(channel, key, thread_ts=thread_ts)
+            if found is not None:
+                log.info("%s was already posted (ts %s); not posting again", key, found)
+                return MessageRef(transport=TRANSPORT, channel=channel, ts=found, thread_ts=thread_ts)
+        kwargs: dict[str, Any] = {
+            "channel": channel, "text": msg.text, "blocks": list(msg.blocks),
+            "metadata": {"event_type": IDEMPOTENCY_EVENT,
+                         "event_payload": {"idempotency_key": key, "key": item.key}},
+            "unfurl_links": False, "unfurl_media": False,
+        }
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        try:
+            resp = await self.client.chat_postMessage(**kwargs)
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            if error not in _BAD_BLOCKS or reply is None:
+                raise
+            plain = render_plain_fallback(reply)
+            kwargs.update(text=plain.text, blocks=[])
+            resp = await self.client.chat_postMessage(**kwargs)
+        ts = str(resp["ts"])
+        channel = str(resp.get("channel") or channel)
+        await self._upload(item, channel, thread_ts or ts, msg.files)
+        return MessageRef(transport=TRANSPORT, channel=channel, ts=ts, thread_ts=thread_ts)
+
+    async def _followups(self, item: OutboxItem, ref: MessageRef, rest: list[SlackMessage]) -> None:
+        thread = ref.thread_ts or ref.ts
+        for i, msg in enumerate(rest, start=1):
+            await self._post_once(item, ref.channel, msg, None, thread_ts=thread, part=i)
+
+    async def _upload(self, item: OutboxItem, channel: str, thread_ts: str,
+                      files: tuple[Attachment, ...]) -> None:
+        if not files:
+            return
+        uploads = [{"content": f.content, "filename": f.filename, "title": f.title or f.filename}
+                   for f in files]
+        await self.client.files_upload_v2(channel=channel, thread_ts=thread_ts, file_uploads=uploads)
+
+    async def _find_posted(self, channel: str, key: str, *, thread_ts: str | None) -> str | None:
+        """The ts of a message we already posted with this idempotency key, if any."""
+        try:
+            if thread_ts:
+                resp = await self.client.conversations_replies(channel=channel, ts=thread_ts, limit=200,
+                                                               include_all_metadata=True)
+            else:
+                oldest = f"{time.time() - self.lookback_s:.6f}"
+                resp = await self.client.conversations_history(channel=channel, oldest=oldest, limit=200,
+                                                               include_all_metadata=True)
+        except (TimeoutError, SlackApiError, SlackClientError, OSError) as exc:
+            # Without the history we cannot prove it was not posted: wait rather than risk a double.
+            raise RetryLater(f"cannot check for an earlier post ({type(exc).__name__})",
+                             retry_after=2.0) from exc
+        for m in resp.get("messages") or []:
+            meta = m.get("metadata") or {}
+            if (meta.get("event_payload") or {}).get("idempotency_key") == key:
+                return str(m["ts"])
+        return None
+
+
+def _header(resp: Any, name: str) -> str | None:
+    headers = getattr(resp, "headers", None) or {}
+    for k, v in headers.items():
+        if k.lower() == name:
+            return str(v[0] if isinstance(v, list | tuple) else v)
+    return None
