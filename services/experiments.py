@@ -1,0 +1,424 @@
+"""The experiment pipelines: try (deploy a flag change, then benchmark), bench, rollback, kill-stale.
+
+`Experiments.pipeline(ctx)` is what the job runner calls for each job. A try reads the live unit
+(stored as a revision), rewrites only the `ExecStart=` flags, uploads it atomically and reloads,
+stops with care (inactive and GPU memory released), starts and waits until it serves, records the
+capacity lines, benchmarks, stores and compares the results, and marks the revision known-good.
+A failure while loading is diagnosed from the journal and, by policy, rolled back automatically.
+Cancelling restores the revision that was live before the job. Sweeps live in `services.sweeps`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.audit import AuditActor, AuditLog, AuditQuery
+from services.bench_probes import SglangMetricsProbe
+from services.bench_stats import BenchResult
+from services.benchmark import BenchSpec, run_benchmark
+from services.deploy import ReadyReport, StartFailed, UnitOps
+from services.diagnosis import Diagnosis, SideEvidence, diagnose
+from services.errors import Conflict, DeployFailed, JobCancelled, UserInputError
+from services.events import EventBus
+from services.hosts import HostPool
+from services.job_events import JobProgressed, JobResultsReady
+from services.jobs import JobContext
+from services.results import Results, RunSummary, verdict
+from services.revisions import Revision, Revisions
+from services.sglang_flags import FlagPlan, apply_changes, format_change, resolve_flag
+from services.units import read_exec_start, rewrite_exec_start
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExperimentPolicy:
+    """Plain policy values the composition root passes down."""
+
+    auto_rollback: bool = True
+    kill_stale_automatically: bool = False
+    ready_timeout_s: float = 900.0
+    stop_timeout_s: float = 180.0
+    sweep_end: str = "best"  # "best" or "start"
+    time_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class BenchDefaults:
+    concurrency: tuple[int, ...] = (1, 4, 16)
+    requests_per_level: int = 32
+    warmup: int = 2
+    input_len: int = 256
+    output_len: int = 256
+    max_duration_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class Preview:
+    host: str
+    unit_path: str
+    diff: tuple[str, ...]
+    notes: tuple[str, ...]
+    changed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "unit_path": self.unit_path, "diff": list(self.diff),
+                "notes": list(self.notes), "changed": self.changed}
+
+
+@dataclass
+class TrialOutcome:
+    """What one deploy-and-benchmark produced."""
+
+    label: str
+    run: RunSummary | None = None
+    previous: RunSummary | None = None
+    verdict: str = ""
+    capacity: dict[str, Any] = field(default_factory=dict)
+    crashed_at: int | None = None
+    revision_after: int | None = None
+
+
+def label_for(changes: dict[str, str]) -> str:
+    parts = []
+    for word, value in changes.items():
+        parts.append(f"{resolve_flag(word).short} {value}")
+    return ", ".join(parts)
+
+
+ExpectRestart = Callable[[str, float], None]
+
+
+class Experiments:
+    """The pipelines behind try, bench, rollback and kill-stale jobs."""
+
+    def __init__(self, *, hosts: HostPool, revisions: Revisions, results: Results, audit: AuditLog,
+                 bus: EventBus, policy: ExperimentPolicy, bench: BenchDefaults,
+                 expect_restart: ExpectRestart | None = None) -> None:
+        self.hosts = hosts
+        self.revisions = revisions
+        self.results = results
+        self.audit = audit
+        self.bus = bus
+        self.policy = policy
+        self.bench_defaults = bench
+        self.expect_restart = expect_restart
+        self._sweeps: Any = None
+
+    def ops(self, host: str) -> UnitOps:
+        return UnitOps(self.hosts.get(host), time_scale=self.policy.time_scale)
+
+    # ---- previews ---------------------------------------------------------------------------
+    async def preview(self, host: str, changes: dict[str, str]) -> Preview:
+        ops = self.ops(host)
+        text = await ops.read_unit()
+        plan = apply_changes(read_exec_start(text).argv, changes)
+        return Preview(host, ops.unit_path, tuple(format_change(c) for c in plan.diff), plan.notes, plan.changed)
+
+    # ---- the entry point for the job runner ---------------------------------------------------
+    async def pipeline(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
+        kind = ctx.job.kind
+        if kind == "try":
+            return await self.run_try(ctx)
+        if kind == "bench":
+            return await self.run_bench(ctx)
+        if kind == "rollback":
+            return await self.run_rollback(ctx)
+        if kind == "kill-stale":
+            return await self.run_kill_stale(ctx)
+        if kind == "sweep":
+            from services.sweeps import run_sweep
+
+            return await run_sweep(self, ctx)
+        raise UserInputError(f"unknown job kind {kind}")
+
+    async def progress(self, ctx: JobContext, phase: str, detail: str = "") -> None:
+        await self.bus.publish(JobProgressed(ctx.job.ref(), phase, detail, tuple(ctx.steps_done)))
+
+    def _actor(self, ctx: JobContext) -> AuditActor:
+        j = ctx.job
+        return AuditActor(j.requested_by, j.requested_by_name, j.transport, j.channel)
+
+    # ---- try ---------------------------------------------------------------------------------
+    async def run_try(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
+        changes = dict(ctx.job.params.get("changes", {}))
+        levels = tuple(ctx.job.params.get("concurrency") or self.bench_defaults.concurrency)
+        before = await self.observe_live(ctx)
+        outcome = await self.trial(ctx, before, changes, levels)
+        result = {"run_id": outcome.run.id if outcome.run else None, "verdict": outcome.verdict,
+                  "label": outcome.label, "capacity": outcome.capacity,
+                  "revision_before": before.id, "revision_after": outcome.revision_after}
+        return f"{outcome.label}: {outcome.verdict}", result
+
+    async def observe_live(self, ctx: JobContext) -> Revision:
+        ops = self.ops(ctx.job.host)
+        async with ctx.step("read-unit") as d:
+            text = await ops.read_unit()
+            rev = await self.revisions.observe(ctx.job.host, ops.unit, text, by="observed")
+            d["revision"] = rev.id
+        return rev
+
+    async def trial(self, ctx: JobContext, before: Revision, changes: dict[str, str],
+                    levels: tuple[int, ...], *, restore_on_failure: bool = True) -> TrialOutcome:
+        """Deploy `changes` on top of `before`, wait until serving, benchmark; roll back on failure."""
+        host = ctx.job.host
+        ops = self.ops(host)
+        plan: FlagPlan = apply_changes(read_exec_start(before.text).argv, changes)
+        label = label_for(changes)
+        outcome = TrialOutcome(label=label)
+        await ctx.checkpoint()
+        if plan.changed:
+            new_text = rewrite_exec_start(before.text, plan.new_argv)
+            after = await self.revisions.observe(host, ops.unit, new_text, source="deployed",
+                                                 by=ctx.job.requested_by_name or ctx.job.requested_by)
+            outcome.revision_after = after.id
+            try:
+                ready = await self.deploy(ctx, ops, new_text, after, action="deploy",
+                                          detail={"changes": [format_change(c) for c in plan.diff]})
+            except (StartFailed, DeployFailed) as e:
+                await self._fail_and_restore(ctx, ops, before, e, restore_on_failure)
+                raise
+            except JobCancelled:
+                await self.restore(ctx, ops, before, reason="cancelled")
+                raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") \
+                    from None
+            outcome.capacity = _capacity_json(ready)
+        else:
+            outcome.revision_after = before.id
+            await self.progress(ctx, "no change to deploy", f"{host} already runs {label}")
+            await ops.prove_serving(deadline_s=60.0)
+        try:
+            run, crashed_at = await self.benchmark(ctx, ops, levels, label=label,
+                                                   revision_id=outcome.revision_after, capacity=outcome.capacity)
+        except JobCancelled:
+            await self.restore(ctx, ops, before, reason="cancelled")
+            raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") from None
+        outcome.run = run
+        outcome.previous = await self.results.previous(host, run.model, before_id=run.id)
+        outcome.verdict = verdict(run, outcome.previous)
+        await self.bus.publish(JobResultsReady(ctx.job.ref(), run.id, outcome.previous.id if outcome.previous
+                                               else None, outcome.verdict, partial=crashed_at is not None))
+        if crashed_at is not None:
+            outcome.crashed_at = crashed_at
+            message = (f"{label} on {host}: the server crashed under load at C={crashed_at} "
+                       f"(it served lower levels; results above)")
+            err = DeployFailed(message)
+            await self._fail_and_restore(ctx, ops, before, err, restore_on_failure)
+            raise DeployFailed(message, result={"run_id": run.id, "crashed_at": crashed_at})
+        if outcome.revision_after is not None:
+            await self.revisions.mark_known_good(outcome.revision_after)
+        return outcome
+
+    async def deploy(self, ctx: JobContext, ops: UnitOps, text: str, rev: Revision, *, action: str,
+                     detail: dict[str, Any]) -> ReadyReport:
+        """Write `text`, reload, stop with care, start and wait until serving."""
+        host = ctx.job.host
+        actor = self._actor(ctx)
+        if self.expect_restart:
+            self.expect_restart(host, self.policy.ready_timeout_s * self.policy.time_scale + 60)
+        async with ctx.step("write-unit") as d:
+            await self.progress(ctx, "writing the unit", "")
+            await ops.write_unit(text)
+            await self.audit.record(None, actor=actor, action=action, host=host,
+                                    command_text=ctx.job.command_text,
+                                    detail={"job": ctx.job.id, "revision": rev.id, **detail})
+            d["revision"] = rev.id
+        await ctx.checkpoint()
+        async with ctx.step("stop") as d:
+            await self.audit.record(None, actor=actor, action="stop", host=host, detail={"job": ctx.job.id})
+            report = await ops.stop(deadline_s=self.policy.stop_timeout_s,
+                                    progress=lambda p: self.progress(ctx, p))
+            d["seconds"] = round(report.seconds, 2)
+            if report.holders:
+                holders = ", ".join(f"pid {h.pid} ({h.name}, {h.used_mib} MiB)" for h in report.holders)
+                d["holders"] = [h.pid for h in report.holders]
+                if not self.policy.kill_stale_automatically:
+                    raise DeployFailed(
+                        f"GPU memory on {host} is still held after the stop by {holders}. It blocks the new "
+                        f"start; clear it with `kill-stale {host} {report.holders[0].pid}` (confirmed and audited)")
+                for h in report.holders:
+                    await self.kill_pid(ctx, host, h.pid)
+        await ctx.checkpoint()
+        async with ctx.step("start") as d:
+            await self.audit.record(None, actor=actor, action="start", host=host, detail={"job": ctx.job.id})
+            ready = await ops.start_and_wait(deadline_s=self.policy.ready_timeout_s * self.policy.time_scale,
+                                             progress=lambda p: self.progress(ctx, p))
+            d["seconds"] = round(ready.seconds, 2)
+            d["ready_line_s"] = ready.ready_line_seconds
+            d["capacity"] = _capacity_json(ready)
+        return ready
+
+    async def benchmark(self, ctx: JobContext, ops: UnitOps, levels: tuple[int, ...], *, label: str,
+                        revision_id: int | None, capacity: dict[str, Any]) -> tuple[RunSummary, int | None]:
+        """Benchmark the live server; returns the stored run and the level it crashed at, if any."""
+        host = ctx.job.host
+        b = self.bench_defaults
+        spec = BenchSpec(url=ops.spec.server_url, concurrency=levels, requests_per_level=b.requests_per_level,
+                         warmup=b.warmup, input_len=b.input_len, output_len=b.output_len,
+                         timeout_s=min(b.max_duration_s, 600.0))
+        cancel = asyncio.Event()
+        before_state = await ops.state()
+
+        async def on_progress(p: Any) -> None:
+            await self.progress(ctx, f"benchmark C={p.concurrency}" + (" (warmup)" if p.phase == "warmup" else ""),
+                                f"{p.done}/{p.total} requests")
+            if await ctx.cancel_requested():
+                cancel.set()
+
+        async with ctx.step("benchmark") as d:
+            result: BenchResult = await run_benchmark(spec, progress=on_progress,
+                                                      probe=SglangMetricsProbe(ops.spec.server_url), cancel=cancel)
+            data = result.to_json()
+            d["levels"] = [lv["concurrency"] for lv in data["levels"]]
+        if result.cancelled:
+            raise JobCancelled(f"job {ctx.job.id} was cancelled during the benchmark")
+        crashed_at = None
+        for lv in result.levels:
+            if lv.failed and (lv.requests == 0 or lv.failed >= max(1, lv.requests // 4)):
+                st = await ops.state()
+                if st.n_restarts > before_state.n_restarts or st.main_pid != before_state.main_pid \
+                        or st.active_state != "active":
+                    crashed_at = lv.concurrency
+                    break
+        model = result.model or ""
+        kept = {**data, "levels": [lv for lv in data["levels"]
+                                   if crashed_at is None or lv["concurrency"] < crashed_at]}
+        run = await self.results.save(host=host, model=model, label=label, result=kept,
+                                      ok=crashed_at is None, job_id=ctx.job.id, revision_id=revision_id,
+                                      capacity=capacity)
+        await self.audit.record(None, actor=self._actor(ctx), action="benchmark", host=host,
+                                detail={"job": ctx.job.id, "run": run.id, "crashed_at": crashed_at})
+        return run, crashed_at
+
+    async def restore(self, ctx: JobContext, ops: UnitOps, rev: Revision, *, reason: str) -> ReadyReport | None:
+        """Put `rev` back and start it (used on cancel and on failure)."""
+        current = await ops.read_unit()
+        state = await ops.state()
+        if current == rev.text and state.active_state == "active":
+            return None
+        await self.progress(ctx, f"restoring revision {rev.id}", reason)
+        return await self.deploy(ctx, ops, rev.text, rev, action="rollback",
+                                 detail={"reason": reason, "to_revision": rev.id})
+
+    async def _fail_and_restore(self, ctx: JobContext, ops: UnitOps, before: Revision, err: Exception,
+                                restore: bool) -> None:
+        diag = await self.diagnose_now(ctx, ops)
+        err_fields = getattr(err, "fields", {})
+        err_fields["diagnosis"] = diag.to_json()
+        if restore and self.policy.auto_rollback:
+            try:
+                await self.restore(ctx, ops, before, reason=f"automatic rollback after {diag.cause}")
+                err_fields["rolled_back_to"] = before.id
+            except Exception as e:  # the rollback itself failed: say so, keep the first error
+                log.warning("automatic rollback on %s failed: %s", ctx.job.host, e)
+                err_fields["rollback_failed"] = str(e)
+        if isinstance(err, DeployFailed):
+            err.fields.setdefault("result", {}).update(
+                {"diagnosis": diag.to_json(), "rolled_back_to": err_fields.get("rolled_back_to"),
+                 "rollback_failed": err_fields.get("rollback_failed")})
+
+    async def diagnose_now(self, ctx: JobContext, ops: UnitOps) -> Diagnosis:
+        entries = await ops.recent_entries(400)
+        side: dict[str, Any] = {}
+        try:
+            side["systemctl_show"] = (await ops.state()).raw
+            side["nvidia_smi_apps"] = [{"pid": a.pid, "process_name": a.name, "used_memory": a.used_mib}
+                                       for a in await ops.gpu_apps()]
+            side["unit_file"] = await ops.read_unit()
+        except Exception as e:
+            log.info("side evidence incomplete on %s: %s", ctx.job.host, e)
+        actions = await self.audit.query(AuditQuery(host=ctx.job.host, newest_first=True, limit=50,
+                                                    actions=("deploy", "start", "stop", "restart", "rollback",
+                                                             "kill", "benchmark")))
+        side["actions"] = [{"at": a.at.isoformat(), "who": a.actor_name or a.actor_id, "action": a.action,
+                            "detail": str(a.detail.get("changes") or a.detail)} for a in reversed(actions)]
+        return diagnose(entries, SideEvidence.from_json(side), unit=ops.unit)
+
+    # ---- bench, rollback, kill-stale -------------------------------------------------------------
+    async def run_bench(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
+        ops = self.ops(ctx.job.host)
+        levels = tuple(ctx.job.params.get("concurrency") or self.bench_defaults.concurrency)
+        rev = await self.observe_live(ctx)
+        await ops.prove_serving(deadline_s=60.0)
+        argv = read_exec_start(rev.text).argv
+        label = ctx.job.params.get("label") or _short_label(argv)
+        run, crashed_at = await self.benchmark(ctx, ops, levels, label=label, revision_id=rev.id, capacity={})
+        prev = await self.results.previous(ctx.job.host, run.model, before_id=run.id)
+        v = verdict(run, prev)
+        await self.bus.publish(JobResultsReady(ctx.job.ref(), run.id, prev.id if prev else None, v,
+                                               partial=crashed_at is not None))
+        if crashed_at is not None:
+            raise DeployFailed(f"the server on {ctx.job.host} crashed under load at C={crashed_at}",
+                               result={"run_id": run.id})
+        return f"benchmark of {label}: {v}", {"run_id": run.id, "verdict": v}
+
+    async def run_rollback(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
+        host = ctx.job.host
+        ops = self.ops(host)
+        target_id = ctx.job.params.get("to_revision")
+        if target_id is not None:
+            target = await self.revisions.get(int(target_id), host=host)
+        else:
+            found = await self.revisions.last_known_good(host, ops.unit)
+            if found is None:
+                raise Conflict(f"{host} has no known-good revision yet; name one with `rollback {host} to <id>`")
+            target = found
+        current_text = await ops.read_unit()
+        await self.revisions.observe(host, ops.unit, current_text)
+        state = await ops.state()
+        if current_text == target.text and state.active_state == "active":
+            return f"{host} already runs revision {target.id}; nothing to roll back", {"revision": target.id}
+        await self.deploy(ctx, ops, target.text, target, action="rollback",
+                          detail={"to_revision": target.id, "reason": ctx.job.params.get("reason", "requested")})
+        await self.revisions.mark_known_good(target.id)
+        return f"{host} rolled back to revision {target.id} and serving", {"revision": target.id}
+
+    async def kill_pid(self, ctx: JobContext, host: str, pid: int) -> None:
+        h = self.hosts.get(host)
+        await self.audit.record(None, actor=self._actor(ctx), action="kill", host=host,
+                                detail={"pid": pid, "job": ctx.job.id})
+        await h.run(["kill", "-TERM", str(pid)], timeout=10.0, sudo=h.spec.sudo)
+        for _ in range(20):
+            res = await h.run(["kill", "-0", str(pid)], timeout=10.0, sudo=h.spec.sudo)
+            if not res.ok:
+                return
+            await asyncio.sleep(0.25)
+        await h.run(["kill", "-KILL", str(pid)], timeout=10.0, sudo=h.spec.sudo)
+
+    async def run_kill_stale(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
+        host = ctx.job.host
+        pid = int(ctx.job.params["pid"])
+        ops = self.ops(host)
+        state = await ops.state()
+        if state.main_pid == pid:
+            raise Conflict(f"pid {pid} is the unit's own main process on {host}; use `rollback` or stop it, "
+                           "kill-stale only clears leftovers")
+        holders = {a.pid for a in await ops.gpu_apps()}
+        if pid not in holders:
+            raise Conflict(f"pid {pid} holds no GPU memory on {host}; nothing to clear")
+        async with ctx.step("kill-stale") as d:
+            await self.kill_pid(ctx, host, pid)
+            left = {a.pid for a in await ops.gpu_apps()}
+            d["still_holding"] = sorted(left)
+        if pid in left:
+            raise DeployFailed(f"pid {pid} on {host} still holds GPU memory after SIGKILL")
+        return f"pid {pid} on {host} ended; its GPU memory is free", {"pid": pid}
+
+
+def _capacity_json(ready: ReadyReport | None) -> dict[str, Any]:
+    if ready is None or ready.capacity is None:
+        return {}
+    c = ready.capacity
+    return {"max_total_num_tokens": c.max_total_num_tokens, "max_running_requests": c.max_running_requests,
+            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb}
+
+
+def _short_label(argv: tuple[str, ...]) -> str:
+    from services.units import get_flag
+
+    steps = get_flag(argv, "--speculative-num-steps")
+    return f"steps {steps}" if steps else "current config"

@@ -1,0 +1,389 @@
+"""The job runner: a FIFO queue per host, one job per host at a time, across bot processes.
+
+Jobs live in the database. A worker task per host takes the oldest queued job, acquires the
+lease ``host:<name>`` (so two bot processes never act on one host), keeps it alive with a
+heartbeat while the pipeline runs, records every step with its timing and output, and releases
+it. `cancel` stops a queued job at once and a running one at its next safe point. On start,
+jobs left running by a dead process are marked interrupted — never re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+
+from services.audit import AuditActor, AuditLog
+from services.db import Database
+from services.errors import Conflict, JobCancelled, NotAuthorized, NotFound, PitcrewError, RateLimited
+from services.events import EventBus
+from services.job_events import JobFinished, JobRef, JobStarted
+from services.leases import Leases
+from services.models import Job, JobStep, Lease, utcnow
+
+log = logging.getLogger(__name__)
+
+OPEN_STATES = ("awaiting_confirmation", "queued", "running")
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    id: int
+    kind: str
+    host: str
+    state: str
+    requested_by: str
+    requested_by_name: str
+    transport: str
+    channel: str
+    command_text: str
+    params: dict[str, Any]
+    summary: str
+    error: str
+    result: dict[str, Any]
+    created_at: Any
+    started_at: Any
+    finished_at: Any
+
+    def ref(self) -> JobRef:
+        return JobRef(self.id, self.kind, self.host, self.transport, self.channel, self.requested_by,
+                      self.requested_by_name, self.command_text)
+
+
+def _info(j: Job) -> JobInfo:
+    return JobInfo(j.id, j.kind, j.host, j.state, j.requested_by, j.requested_by_name, j.transport, j.channel,
+                   j.command_text, dict(j.params or {}), j.summary, j.error, dict(j.result or {}),
+                   j.created_at, j.started_at, j.finished_at)
+
+
+class JobContext:
+    """What a pipeline gets: the job, step recording, cancellation checks and progress."""
+
+    def __init__(self, runner: JobRunner, job: JobInfo) -> None:
+        self.runner = runner
+        self.job = job
+        self.steps_done: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def step(self, name: str) -> AsyncIterator[dict[str, Any]]:
+        """Record a step: its start, end, state and whatever the body puts in the yielded dict."""
+        db = self.runner.db
+        async with db.session() as s:
+            row = JobStep(job_id=self.job.id, name=name, state="running", started_at=utcnow())
+            s.add(row)
+            await s.flush()
+            step_id = row.id
+        detail: dict[str, Any] = {}
+        state = "ok"
+        try:
+            yield detail
+        except JobCancelled:
+            state = "cancelled"
+            raise
+        except BaseException:
+            state = "failed"
+            raise
+        finally:
+            output = str(detail.pop("output", ""))[-20_000:]
+            async with db.session() as s:
+                await s.execute(update(JobStep).where(JobStep.id == step_id).values(
+                    state=state, finished_at=utcnow(), output=output, detail=_jsonable(detail)))
+            if state == "ok":
+                self.steps_done.append(name)
+
+    async def checkpoint(self) -> None:
+        """A safe point: raise `JobCancelled` if someone asked to cancel this job."""
+        async with self.runner.db.sessions() as s:
+            flag = await s.scalar(select(Job.cancel_requested).where(Job.id == self.job.id))
+        if flag:
+            raise JobCancelled(f"job {self.job.id} was cancelled")
+
+    async def cancel_requested(self) -> bool:
+        async with self.runner.db.sessions() as s:
+            return bool(await s.scalar(select(Job.cancel_requested).where(Job.id == self.job.id)))
+
+
+Pipeline = Callable[[JobContext], Awaitable[tuple[str, dict[str, Any]]]]
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out[k] = v if isinstance(v, str | int | float | bool | type(None) | list | dict) else str(v)
+    return out
+
+
+class JobRunner:
+    """Owns the per-host worker tasks and the job table's state transitions."""
+
+    def __init__(self, db: Database, bus: EventBus, audit: AuditLog, *, holder: str, host_names: list[str],
+                 pipeline: Pipeline, lease_ttl_s: float = 30.0, max_queued_per_host: int = 10,
+                 poll_s: float = 1.0) -> None:
+        self.db = db
+        self.bus = bus
+        self.audit = audit
+        self.holder = holder
+        self.hosts = list(host_names)
+        self.pipeline = pipeline
+        self.leases = Leases(db, ttl_s=lease_ttl_s)
+        self.max_queued = max_queued_per_host
+        self.poll_s = poll_s
+        self._wake: dict[str, asyncio.Event] = {h: asyncio.Event() for h in self.hosts}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running: dict[str, int] = {}
+        self._stopping = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> list[JobInfo]:
+        """Mark jobs a dead process left running as interrupted; start one worker per host."""
+        interrupted = await self.recover()
+        for h in self.hosts:
+            self._tasks.append(asyncio.create_task(self._worker(h), name=f"jobs:{h}"))
+        return interrupted
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks.clear()
+
+    async def recover(self) -> list[JobInfo]:
+        async with self.db.sessions() as s:
+            running = (await s.execute(select(Job).where(Job.state == "running"))).scalars().all()
+            candidates = [_info(j) for j in running]
+        out = []
+        for job in candidates:
+            lease = await self.leases.get(f"host:{job.host}")
+            alive = (lease is not None and lease.holder != self.holder and lease.job_id == job.id
+                     and lease.expires_at > utcnow() and not self.db.is_sqlite)
+            if alive:
+                continue
+            async with self.db.session() as s:
+                await s.execute(update(Job).where(Job.id == job.id, Job.state == "running").values(
+                    state="interrupted", finished_at=utcnow(),
+                    error="the bot stopped while this job ran; it was not re-run"))
+                await self.audit.record(s, actor=AuditActor("pitcrew", "pitcrew", "internal"),
+                                        action="job-interrupted", host=job.host, detail={"job": job.id})
+            if lease is not None and lease.job_id == job.id:
+                async with self.db.session() as s:
+                    await s.execute(delete(Lease).where(Lease.name == f"host:{job.host}",
+                                                        Lease.job_id == job.id))
+            info = await self.get(job.id)
+            out.append(info)
+            await self.bus.publish(JobFinished(info.ref(), "interrupted", info.error))
+        return out
+
+    # ---- queries ---------------------------------------------------------------------------
+    async def get(self, job_id: int) -> JobInfo:
+        async with self.db.sessions() as s:
+            j = await s.get(Job, job_id)
+        if j is None:
+            raise NotFound(f"there is no job {job_id}")
+        return _info(j)
+
+    async def queue(self, host: str | None = None) -> list[JobInfo]:
+        async with self.db.sessions() as s:
+            stmt = select(Job).where(Job.state.in_(OPEN_STATES))
+            if host:
+                stmt = stmt.where(Job.host == host)
+            return [_info(j) for j in (await s.execute(stmt.order_by(Job.id))).scalars().all()]
+
+    async def recent(self, host: str | None = None, limit: int = 10) -> list[JobInfo]:
+        async with self.db.sessions() as s:
+            stmt = select(Job)
+            if host:
+                stmt = stmt.where(Job.host == host)
+            rows = (await s.execute(stmt.order_by(Job.id.desc()).limit(limit))).scalars().all()
+            return [_info(j) for j in rows]
+
+    async def position(self, job_id: int) -> int:
+        """How many jobs run before this one on its host (0 = next)."""
+        job = await self.get(job_id)
+        async with self.db.sessions() as s:
+            n = await s.scalar(select(func.count()).select_from(Job).where(
+                Job.host == job.host, Job.state.in_(("queued", "running")), Job.id < job_id))
+        return int(n or 0)
+
+    async def eta_s(self, host: str, kind: str, position: int) -> float | None:
+        """Seconds until this job would finish: past durations of that kind on that host."""
+        async with self.db.sessions() as s:
+            rows = (await s.execute(select(Job.kind, Job.started_at, Job.finished_at).where(
+                Job.host == host, Job.state == "succeeded", Job.started_at.is_not(None))
+                .order_by(Job.id.desc()).limit(20))).all()
+        same = [(f - st).total_seconds() for k, st, f in rows if k == kind and f and st]
+        if not same:
+            return None
+        typical: float = sorted(same)[len(same) // 2]
+        return typical * (position + 1)
+
+    # ---- transitions -----------------------------------------------------------------------
+    async def submit(self, *, kind: str, host: str, params: dict[str, Any], actor: AuditActor,
+                     command_text: str, needs_confirmation: bool) -> JobInfo:
+        if host not in self._wake:
+            raise NotFound(f"unknown host {host!r}; known hosts: {', '.join(self.hosts) or 'none'}")
+        async with self.db.session() as s:
+            queued = await s.scalar(select(func.count()).select_from(Job).where(
+                Job.host == host, Job.state.in_(OPEN_STATES)))
+            if int(queued or 0) >= self.max_queued:
+                raise RateLimited(f"{host} already has {queued} jobs waiting (the limit is {self.max_queued}); "
+                                  "cancel one or wait")
+            job = Job(kind=kind, host=host, state="awaiting_confirmation" if needs_confirmation else "queued",
+                      requested_by=actor.id, requested_by_name=actor.name, transport=actor.transport,
+                      channel=actor.channel, command_text=command_text, params=params, created_at=utcnow())
+            s.add(job)
+            await s.flush()
+            await self.audit.record(s, actor=actor, action=f"job-{kind}", host=host, command_text=command_text,
+                                    intent=params, detail={"job": job.id, "state": job.state})
+            info = _info(job)
+        if not needs_confirmation:
+            self._wake[host].set()
+        return info
+
+    async def confirm(self, job_id: int, actor: AuditActor) -> JobInfo:
+        async with self.db.session() as s:
+            res = await s.execute(update(Job).where(Job.id == job_id, Job.state == "awaiting_confirmation")
+                                  .values(state="queued"))
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                job = await s.get(Job, job_id)
+                if job is None:
+                    raise NotFound(f"there is no job {job_id}")
+                raise Conflict(f"job {job_id} is {job.state}, there is nothing to confirm")
+            job = await s.get(Job, job_id)
+            assert job is not None
+            await self.audit.record(s, actor=actor, action="confirm", host=job.host, detail={"job": job_id})
+            info = _info(job)
+        self._wake[info.host].set()
+        return info
+
+    async def pending_confirmation(self, actor_id: str, channel: str) -> JobInfo | None:
+        async with self.db.sessions() as s:
+            j = await s.scalar(select(Job).where(Job.state == "awaiting_confirmation", Job.requested_by == actor_id,
+                                                 Job.channel == channel).order_by(Job.id.desc()).limit(1))
+            return None if j is None else _info(j)
+
+    async def cancel(self, job_id: int, actor: AuditActor, *, may_cancel_others: bool) -> str:
+        """Cancel a job; returns what happened in words."""
+        job = await self.get(job_id)
+        if job.requested_by != actor.id and not may_cancel_others:
+            raise NotAuthorized(f"job {job_id} belongs to {job.requested_by_name or job.requested_by}; "
+                                "cancelling someone else's job needs the operator role")
+        async with self.db.session() as s:
+            res = await s.execute(update(Job).where(Job.id == job_id, Job.state.in_(("queued",
+                                                                                    "awaiting_confirmation")))
+                                  .values(state="cancelled", finished_at=utcnow(), summary="cancelled before it ran"))
+            if res.rowcount == 1:  # type: ignore[attr-defined]
+                await self.audit.record(s, actor=actor, action="cancel", host=job.host, detail={"job": job_id})
+                done = "queued"
+            else:
+                res = await s.execute(update(Job).where(Job.id == job_id, Job.state == "running")
+                                      .values(cancel_requested=True))
+                if res.rowcount != 1:  # type: ignore[attr-defined]
+                    raise Conflict(f"job {job_id} has already ended ({job.state})")
+                await self.audit.record(s, actor=actor, action="cancel", host=job.host,
+                                        detail={"job": job_id, "running": True})
+                done = "running"
+        if done == "queued":
+            info = await self.get(job_id)
+            await self.bus.publish(JobFinished(info.ref(), "cancelled", info.summary))
+            return f"job {job_id} was cancelled before it started"
+        return f"job {job_id} will stop at its next safe point and restore the unit that was live before it"
+
+    # ---- the worker ------------------------------------------------------------------------
+    async def _next(self, host: str) -> JobInfo | None:
+        async with self.db.sessions() as s:
+            j = await s.scalar(select(Job).where(Job.host == host, Job.state == "queued")
+                               .order_by(Job.id).limit(1))
+            return None if j is None else _info(j)
+
+    async def _worker(self, host: str) -> None:
+        wake = self._wake[host]
+        while not self._stopping:
+            try:
+                job = await self._next(host)
+                if job is not None and await self.leases.acquire(f"host:{host}", self.holder, job_id=job.id):
+                    try:
+                        await self._run(job)
+                    finally:
+                        await self.leases.release(f"host:{host}", self.holder)
+                    continue
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("job worker for %s failed; retrying", host)
+            wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.poll_s):
+                    await wake.wait()
+
+    async def _run(self, job: JobInfo) -> None:
+        async with self.db.session() as s:
+            res = await s.execute(update(Job).where(Job.id == job.id, Job.state == "queued")
+                                  .values(state="running", started_at=utcnow()))
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                return  # cancelled or taken meanwhile
+        job = await self.get(job.id)
+        self._running[job.host] = job.id
+        await self.bus.publish(JobStarted(job.ref()))
+        ctx = JobContext(self, job)
+        heartbeat = asyncio.create_task(self._heartbeat(job.host))
+        state, summary, error = "failed", "", ""
+        result: dict[str, Any] = {}
+        t0 = time.monotonic()
+        try:
+            summary, result = await self.pipeline(ctx)
+            state = "succeeded"
+        except JobCancelled as e:
+            state, summary = "cancelled", e.message
+            result = dict(e.fields.get("result") or {})
+        except PitcrewError as e:
+            state, error, summary = "failed", e.message, e.message
+            result = dict(e.fields.get("result") or {})
+        except asyncio.CancelledError:
+            heartbeat.cancel()
+            raise
+        except Exception as e:
+            log.exception("job %s crashed", job.id)
+            state, error = "failed", f"internal error ({type(e).__name__}); see the bot's log"
+            summary = error
+        finally:
+            heartbeat.cancel()
+            self._running.pop(job.host, None)
+        async with self.db.session() as s:
+            await s.execute(update(Job).where(Job.id == job.id).values(
+                state=state, summary=summary, error=error, result=_jsonable(result), finished_at=utcnow()))
+            await self.audit.record(s, actor=AuditActor("pitcrew", "pitcrew", "internal"),
+                                    action=f"job-{state}", host=job.host,
+                                    detail={"job": job.id, "seconds": round(time.monotonic() - t0, 2)},
+                                    outcome=state)
+        await self.bus.publish(JobFinished(job.ref(), state, summary, result))
+
+    async def _heartbeat(self, host: str) -> None:
+        interval = max(self.leases.ttl_s / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if not await self.leases.renew(f"host:{host}", self.holder):
+                    log.error("lost the lease on %s while a job ran", host)
+            except Exception:
+                log.exception("lease heartbeat failed for %s", host)
+
+    def running_job(self, host: str) -> int | None:
+        return self._running.get(host)
+
+    def wake(self, host: str) -> None:
+        if host in self._wake:
+            self._wake[host].set()
+
+
+def since(seconds: float) -> Any:
+    return utcnow() - timedelta(seconds=seconds)
