@@ -28,8 +28,10 @@ __all__ = [
     "FlagDef",
     "FlagPlan",
     "apply_changes",
+    "check_plain",
     "flag_help_lines",
     "format_change",
+    "lookup_flag",
     "parse_value",
     "resolve_flag",
 ]
@@ -161,6 +163,11 @@ _SPEC_FLAGS = frozenset({STEPS, TOPK, DRAFT, _BY_NAME["--speculative-draft-model
 def _suggest(word: str, candidates: Sequence[str]) -> str | None:
     close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+def lookup_flag(word: str) -> FlagDef | None:
+    """The flag named by ``word``, or None (no error, no suggestion)."""
+    return _BY_WORD.get(word.strip().lower().replace("_", "-").lstrip("-"))
 
 
 def resolve_flag(word: str) -> FlagDef:

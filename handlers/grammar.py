@@ -1,0 +1,603 @@
+"""The chat command grammar: text in, one typed `Command` out — forgiving in wording, strict in meaning.
+
+Owns `parse` (and `render`, its inverse: canonical text that parses back to the same command).
+Before any word is read, the whole text is checked: one line, plain ASCII, no shell
+metacharacters, quotes or NUL, at most `MAX_LEN` characters. Flags and values go through the
+SGLang flag schema (`services.sglang_flags`); host names, ids, concurrency levels, sweep sizes and
+durations are bounded here. Every refusal is a `UserInputError` (or `UnknownCommand`) whose message
+is one or two plain sentences.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+
+from handlers.commands import (
+    COMMANDS,
+    SCHEDULABLE,
+    Ack,
+    Again,
+    Bench,
+    Cancel,
+    Command,
+    Compare,
+    Confirm,
+    Deny,
+    Diff,
+    Help,
+    History,
+    KillStale,
+    Logs,
+    Mute,
+    Queue,
+    Rollback,
+    Schedule,
+    Schedules,
+    Show,
+    Status,
+    Sweep,
+    Try,
+    Unschedule,
+)
+from handlers.grammar_time import parse_duration_minutes, parse_schedule_spec
+from services.errors import UnknownCommand, UserInputError
+from services.sglang_flags import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
+
+__all__ = ["MAX_CONCURRENCY", "MAX_LEN", "MAX_LEVELS", "MAX_SWEEP_VALUES", "parse", "parse_host", "render"]
+
+MAX_LEN = 500
+MAX_SWEEP_VALUES = 12
+MAX_LEVELS = 8
+MAX_CONCURRENCY = 256
+MAX_ID = 2**31 - 1
+HOST_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+_ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t._:/=+,#@-")
+_MENTION = re.compile(r"^\s*(?:<@[A-Za-z0-9]+(?:\|[A-Za-z0-9._-]*)?>|[@/]pitcrew\b|pitcrew\s*[:,])\s*", re.I)
+_NUM = re.compile(r"#?[0-9]{1,10}")
+_BOOL_WORDS = frozenset({"on", "off", "true", "false", "yes", "no", "enable", "disable", "enabled", "disabled"})
+_FILLERS = frozenset({"with", "and", "please", "the", "to"})
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+_VERBS: dict[str, type[Command]] = {w: info.cls for info in COMMANDS for w in info.words}
+
+
+def _describe_char(c: str) -> str:
+    if c in "\n\r":
+        return "a line break"
+    if c == "\x00":
+        return "a NUL byte"
+    if ord(c) < 0x20 or ord(c) == 0x7F:
+        return "a control character"
+    if c in "\"'\u201c\u201d\u2018\u2019`":
+        return "a quote"
+    if ord(c) > 0x7F:
+        return f"the character '{c}' (only plain ASCII is accepted)"
+    return f"'{c}'"
+
+
+def _sanitize(text: str) -> str:
+    if not isinstance(text, str):
+        raise UserInputError("A command must be text.")
+    text = text.replace("\u00a0", " ")
+    text = re.sub(r"(?<=[0-9])[\u2013\u2014](?=[0-9])", "..", text)
+    text = re.sub(r"[\u2013\u2014](?=[A-Za-z])", "--", text)
+    for c in text:
+        if c not in _ALLOWED:
+            if c == "?" and text.strip() in ("?", "help?"):
+                continue
+            raise UserInputError(f"That command contains {_describe_char(c)}. pitcrew never accepts shell "
+                                 "characters, quotes, line breaks or NUL bytes in a command.")
+    if len(text) > MAX_LEN:
+        raise UserInputError(f"That command is too long (at most {MAX_LEN} characters).")
+    return text
+
+
+def _tokens(text: str) -> list[str]:
+    text = re.sub(r"\s*,\s*", ",", text)
+    text = re.sub(r"\s*=\s*", "=", text)
+    text = re.sub(r"\s*\.\.\s*", "..", text)
+    return text.split()
+
+
+def parse(text: str) -> Command:
+    """Parse one chat command. Raises `UserInputError` (or `UnknownCommand`) and nothing else."""
+    stripped = text if not isinstance(text, str) else _MENTION.sub("", text, count=1)
+    clean = _sanitize(stripped)
+    if clean.strip() in ("?", "help?"):
+        return Help()
+    tokens = _tokens(clean)
+    if not tokens:
+        raise UserInputError("Say a command, or 'help' for the list.")
+    return _parse_tokens(tokens)
+
+
+def _parse_tokens(tokens: list[str]) -> Command:
+    verb = tokens[0].lower()
+    args = tokens[1:]
+    if verb == "kill" and args and args[0].lower() == "stale":
+        verb, args = "kill-stale", args[1:]
+    cls = _VERBS.get(verb)
+    if cls is None:
+        raise _unknown(verb, tokens)
+    if cls is Schedule:
+        return _parse_schedule(verb, args)
+    return _PARSERS[cls](args)
+
+
+def _unknown(verb: str, tokens: list[str]) -> UnknownCommand:
+    shown = verb[:40]
+    if lookup_flag(verb) is not None or _NUM.fullmatch(verb):
+        guess = "try " + " ".join(tokens)[:60]
+        return UnknownCommand(f"I don't know the command '{shown}'. Did you mean '{guess}'?", suggestion=guess)
+    words = [w for w in _VERBS if len(w) > 2]
+    close = difflib.get_close_matches(verb, words, n=1, cutoff=0.6)
+    if close:
+        return UnknownCommand(f"I don't know the command '{shown}'. Did you mean '{close[0]}'?",
+                              suggestion=close[0])
+    return UnknownCommand(f"I don't know the command '{shown}'. Say 'help' for the list.")
+
+
+# ---- small value parsers -------------------------------------------------------------------------
+
+def _int(tok: str, what: str, lo: int = 1, hi: int = MAX_ID) -> int:
+    if not _NUM.fullmatch(tok):
+        raise UserInputError(f"{what} must be a number, not '{tok[:40]}'.")
+    value = int(tok.lstrip("#"))
+    if not lo <= value <= hi:
+        raise UserInputError(f"{what} must be from {lo} to {hi}.")
+    return value
+
+
+def parse_host(tok: str) -> str:
+    """A host name as typed, lower-cased and checked: ``[a-z0-9][a-z0-9._-]{0,62}``, no ``..``."""
+    host = tok.lower()
+    if not HOST_RE.fullmatch(host) or ".." in host:
+        raise UserInputError(f"'{tok[:70]}' is not a valid host name. Use letters, digits, '.', '_' and '-' "
+                             "(starting with a letter or digit, at most 63 characters).")
+    return host
+
+
+def _take_host(args: list[str], bool_guard: bool = False) -> tuple[str | None, list[str]]:
+    """Remove ``on <host>`` (or ``host=<host>``) from args."""
+    host: str | None = None
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        low = args[i].lower()
+        found: str | None = None
+        if low in ("on", "@") and i + 1 < len(args) and not (
+                bool_guard and args[i + 1].lower() in _BOOL_WORDS) and lookup_flag(args[i + 1]) is None:
+            found, i = args[i + 1], i + 2
+        elif low.startswith("host="):
+            found, i = args[i][5:], i + 1
+        else:
+            rest.append(args[i])
+            i += 1
+            continue
+        if host is not None:
+            raise UserInputError("Name one host per command.")
+        host = parse_host(found)
+    return host, rest
+
+
+def _levels(spec: str) -> tuple[int, ...]:
+    parts = [p for p in spec.split(",") if p]
+    if not parts:
+        raise UserInputError("Give concurrency levels like c=1,4,16.")
+    if len(parts) > MAX_LEVELS:
+        raise UserInputError(f"At most {MAX_LEVELS} concurrency levels per run.")
+    levels: list[int] = []
+    for p in parts:
+        level = _int(p, "A concurrency level", 1, MAX_CONCURRENCY)
+        if level not in levels:
+            levels.append(level)
+    return tuple(levels)
+
+
+def _take_levels(args: list[str]) -> tuple[tuple[int, ...] | None, list[str]]:
+    levels: tuple[int, ...] | None = None
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        low = args[i].lower().lstrip("-")
+        key, eq, val = low.partition("=")
+        after_on = bool(rest) and rest[-1].lower() in ("on", "@")
+        if key in ("c", "concurrency", "conc") and (eq or i + 1 < len(args)) and not after_on:
+            if not eq:
+                val, i = args[i + 1], i + 1
+            if levels is not None:
+                raise UserInputError("Give the concurrency levels once, e.g. c=1,4,16.")
+            levels = _levels(val)
+            if rest and rest[-1].lower() == "at":
+                rest.pop()
+        else:
+            rest.append(args[i])
+        i += 1
+    return levels, rest
+
+
+def _only_host(args: list[str], name: str) -> str | None:
+    host, rest = _take_host(args)
+    rest = [a for a in rest if a.lower() not in ("of", "for", "host")]
+    if len(rest) > 1 or (rest and host is not None):
+        raise UserInputError(f"{name} takes at most a host name, e.g. '{name} gpu-1'.")
+    return parse_host(rest[0]) if rest else host
+
+
+def _no_args(args: list[str], cmd: Command) -> Command:
+    if args:
+        raise UserInputError(f"'{cmd.verb}' takes nothing after it.")
+    return cmd
+
+
+def _one_id(args: list[str], what: str, usage: str, skip: tuple[str, ...]) -> int:
+    rest = [a for a in args if a.lower() not in skip]
+    if len(rest) != 1:
+        raise UserInputError(f"Say which {what}, e.g. '{usage}'.")
+    return _int(rest[0], f"The {what} number")
+
+
+# ---- flag/value pairs -----------------------------------------------------------------------------
+
+def _is_flag_word(tok: str) -> bool:
+    return "=" not in tok and not _NUM.fullmatch(tok) and lookup_flag(tok) is not None
+
+
+def _pairs(args: list[str]) -> list[tuple[FlagDef, str]]:
+    out: list[tuple[FlagDef, str]] = []
+    i, n = 0, len(args)
+    while i < n:
+        tok = args[i]
+        if tok.lower() in _FILLERS:
+            i += 1
+            continue
+        if "=" in tok:
+            key, _, value = tok.partition("=")
+            if not key:
+                raise UserInputError("Write a change as flag=value, e.g. steps=10.")
+            fdef = resolve_flag(key)
+            if not value:
+                raise UserInputError(f"Give a value after '{key[:40]}=', e.g. {fdef.short}=<value>.")
+            out.append((fdef, value))
+            i += 1
+            continue
+        if _is_flag_word(tok):
+            fdef = resolve_flag(tok)
+            if fdef.kind == "bool":
+                if i + 1 < n and args[i + 1].lower() in _BOOL_WORDS:
+                    out.append((fdef, args[i + 1]))
+                    i += 2
+                else:
+                    out.append((fdef, "true"))
+                    i += 1
+                continue
+            if i + 1 >= n or "=" in args[i + 1] or _is_flag_word(args[i + 1]):
+                raise UserInputError(f"Give a value for {fdef.short}, e.g. '{fdef.short} <value>'.")
+            out.append((fdef, args[i + 1]))
+            i += 2
+            continue
+        if i + 1 < n and _is_flag_word(args[i + 1]):
+            out.append((resolve_flag(args[i + 1]), tok))
+            i += 2
+            continue
+        if _NUM.fullmatch(tok) or re.fullmatch(r"[0-9.+-]+", tok):
+            raise UserInputError(f"I can't tell which flag '{tok[:40]}' is for. Write it like 'steps {tok[:40]}'.")
+        resolve_flag(tok)  # raises with a "did you mean"
+        raise UserInputError(f"I couldn't read '{tok[:40]}'.")  # pragma: no cover - resolve_flag raised
+    return out
+
+
+def _changes(pairs: list[tuple[FlagDef, str]]) -> tuple[tuple[str, str], ...]:
+    seen: set[str] = set()
+    changes: list[tuple[str, str]] = []
+    for fdef, raw in pairs:
+        if fdef.name in seen:
+            raise UserInputError(f"{fdef.short} is given twice.")
+        seen.add(fdef.name)
+        changes.append((fdef.name, parse_value(fdef, raw)))
+    return tuple(changes)
+
+
+# ---- commands ---------------------------------------------------------------------------------
+
+def _parse_try(args: list[str]) -> Try:
+    levels, args = _take_levels(args)
+    host, args = _take_host(args, bool_guard=True)
+    changes = _changes(_pairs(args))
+    if not changes:
+        raise UserInputError("Say what to try, e.g. 'try 10 steps' or 'try mem=0.85 on gpu-2'.")
+    return Try(changes=changes, host=host, concurrency=levels)
+
+
+def _expand(fdef: FlagDef, spec: str) -> list[str]:
+    values: list[str] = []
+    for part in (p for p in spec.split(",") if p):
+        if ".." in part:
+            lo_s, _, hi_s = part.partition("..")
+            if fdef.kind != "int" or not re.fullmatch(r"-?[0-9]{1,9}", lo_s) or not re.fullmatch(
+                    r"-?[0-9]{1,9}", hi_s):
+                raise UserInputError("A range like 1..5 works for whole-number flags only; "
+                                     "list the values instead, e.g. 0.8,0.85,0.9.")
+            lo, hi = int(lo_s), int(hi_s)
+            if abs(hi - lo) + 1 > MAX_SWEEP_VALUES:
+                raise UserInputError(f"A sweep tries at most {MAX_SWEEP_VALUES} values.")
+            step = 1 if hi >= lo else -1
+            values.extend(str(v) for v in range(lo, hi + step, step))
+        else:
+            values.append(part)
+        if len(values) > MAX_SWEEP_VALUES:
+            raise UserInputError(f"A sweep tries at most {MAX_SWEEP_VALUES} values.")
+    return values
+
+
+def _parse_sweep(args: list[str]) -> Sweep:
+    levels, args = _take_levels(args)
+    host, args = _take_host(args, bool_guard=True)
+    args = [a for a in args if a.lower() not in ("from", "values", "over", "in", "with")]
+    fdef: FlagDef | None = None
+    spec_parts: list[str] = []
+    for a in args:
+        key, eq, value = a.partition("=")
+        if eq and fdef is None:
+            fdef = resolve_flag(key)
+            spec_parts.append(value)
+        elif fdef is None and _is_flag_word(a):
+            fdef = resolve_flag(a)
+        elif a.lower() == "to" and spec_parts:
+            spec_parts[-1] += ".."
+        elif spec_parts and spec_parts[-1].endswith(".."):
+            spec_parts[-1] += a
+        else:
+            spec_parts.append(a)
+    if fdef is None:
+        if spec_parts and not re.fullmatch(r"[0-9.,+-]+", spec_parts[0]):
+            resolve_flag(spec_parts[0].partition("=")[0])
+        raise UserInputError("Say which flag to sweep, e.g. 'sweep steps 1..5'.")
+    raw = _expand(fdef, ",".join(spec_parts))
+    values: list[str] = []
+    for r in raw:
+        v = parse_value(fdef, r)
+        if v not in values:
+            values.append(v)
+    if len(values) < 2:
+        raise UserInputError("A sweep needs at least two values; use 'try' for one.")
+    return Sweep(flag=fdef.name, values=tuple(values), concurrency=levels, host=host)
+
+
+def _parse_bench(args: list[str]) -> Bench:
+    levels, args = _take_levels(args)
+    return Bench(concurrency=levels, host=_only_host(args, "bench"))
+
+
+def _parse_rollback(args: list[str]) -> Rollback:
+    host, args = _take_host(args)
+    revision: int | None = None
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        low = args[i].lower()
+        if low in ("to", "revision", "rev"):
+            i += 1
+            continue
+        if re.fullmatch(r"(?:r|rev|#)?[0-9]{1,10}", low):
+            if revision is not None:
+                raise UserInputError("Name one revision, e.g. 'rollback gpu-1 to 3'.")
+            revision = _int(re.sub(r"^(?:r|rev)", "", low), "The revision number")
+        else:
+            rest.append(args[i])
+        i += 1
+    if rest:
+        if host is not None or len(rest) > 1:
+            raise UserInputError("Say it like 'rollback gpu-1 to 3'.")
+        host = parse_host(rest[0])
+    return Rollback(host=host, to_revision=revision)
+
+
+def _parse_history(args: list[str]) -> History:
+    host, args = _take_host(args)
+    n: int | None = None
+    for a in args:
+        if a.lower() in ("last", "of", "for"):
+            continue
+        if _NUM.fullmatch(a):
+            if n is not None:
+                raise UserInputError("Say it like 'history gpu-1 20'.")
+            n = _int(a, "The number of jobs", 1, 100)
+        elif host is None:
+            host = parse_host(a)
+        else:
+            raise UserInputError("Say it like 'history gpu-1 20'.")
+    return History(host=host, n=n)
+
+
+def _parse_logs(args: list[str]) -> Logs:
+    host, args = _take_host(args)
+    incident: int | None = None
+    n: int | None = None
+    i = 0
+    while i < len(args):
+        low = args[i].lower()
+        if low in ("incident", "inc") and i + 1 < len(args):
+            incident = _int(args[i + 1], "The incident number")
+            i += 2
+            continue
+        if low in ("last", "of", "for", "lines"):
+            pass
+        elif _NUM.fullmatch(low):
+            if n is not None:
+                raise UserInputError("Say it like 'logs gpu-1 50' or 'logs incident 7'.")
+            n = _int(low, "The number of lines", 1, 500)
+        elif host is None:
+            host = parse_host(args[i])
+        else:
+            raise UserInputError("Say it like 'logs gpu-1 50' or 'logs incident 7'.")
+        i += 1
+    if incident is not None and host is not None:
+        raise UserInputError("Ask for a host's logs or an incident's, not both.")
+    return Logs(host=host, incident_id=incident, n=n)
+
+
+def _parse_kill_stale(args: list[str]) -> KillStale:
+    host, args = _take_host(args)
+    pid: int | None = None
+    for a in args:
+        low = a.lower()
+        if low in ("pid", "process"):
+            continue
+        if _NUM.fullmatch(low) and pid is None:
+            pid = _int(low, "The pid", 2, 4194304)
+        elif host is None and not _NUM.fullmatch(low):
+            host = parse_host(a)
+        else:
+            raise UserInputError("Say it like 'kill-stale gpu-1 48213' (host, then the pid).")
+    if pid is None:
+        raise UserInputError("Say which process, e.g. 'kill-stale gpu-1 48213'.")
+    return KillStale(host=host, pid=pid)
+
+
+def _parse_mute(args: list[str]) -> Mute:
+    args = [a for a in args if a.lower() not in ("incident", "inc")]
+    if not args:
+        raise UserInputError("Say which incident, e.g. 'mute 7 for 2h'.")
+    incident = _int(args[0], "The incident number")
+    rest = [a for a in args[1:] if a.lower() != "for"]
+    minutes = parse_duration_minutes(rest) if rest else 60
+    return Mute(incident_id=incident, minutes=minutes)
+
+
+def _parse_again(args: list[str]) -> Again:
+    args = [a for a in args if a.lower() not in _FILLERS]
+    if not args:
+        return Again()
+    if len(args) == 1 and "=" not in args[0] and not _is_flag_word(args[0]):
+        check_plain(args[0], "again")
+        if len(args[0]) > 64:
+            raise UserInputError("That value is too long.")
+        return Again(value=args[0])
+    return Again(changes=_changes(_pairs(args)))
+
+
+def _token(args: list[str], word: str) -> str | None:
+    if not args:
+        return None
+    if len(args) > 1 or not _TOKEN_RE.fullmatch(args[0]):
+        raise UserInputError(f"Say just '{word}', or '{word}' and the code pitcrew showed you.")
+    return args[0]
+
+
+def _parse_help(args: list[str]) -> Help:
+    if not args:
+        return Help()
+    topic = args[0].lower()
+    if len(args) > 1:
+        raise UserInputError("Ask for help on one thing, e.g. 'help sweep'.")
+    if topic in ("flags", "flag"):
+        return Help(topic="flags")
+    if topic in ("kill",):
+        topic = "kill-stale"
+    cls = _VERBS.get(topic)
+    if cls is not None:
+        return Help(topic=cls.verb)
+    fdef = lookup_flag(topic)
+    if fdef is not None:
+        return Help(topic=fdef.name)
+    words = [w for w in _VERBS if len(w) > 2] + ["flags"]
+    close = difflib.get_close_matches(topic, words, n=1, cutoff=0.6)
+    hint = f" Did you mean 'help {close[0]}'?" if close else " Say 'help' for the list."
+    raise UserInputError(f"There is no help on '{topic[:40]}'.{hint}")
+
+
+def _parse_schedule(verb: str, args: list[str]) -> Schedule:
+    spec, rest = parse_schedule_spec(verb, args)
+    if not rest:
+        raise UserInputError("Say what to run, e.g. 'every day at 02:00 sweep steps 1..5 on gpu-1'.")
+    command = _parse_tokens(rest)
+    if not isinstance(command, SCHEDULABLE):
+        raise UserInputError("Only try, sweep, bench and status can be scheduled.")
+    return Schedule(cron=spec, command=command, command_text=render(command))
+
+
+_PARSERS: dict[type[Command], Callable[[list[str]], Command]] = {
+    Try: _parse_try,
+    Sweep: _parse_sweep,
+    Bench: _parse_bench,
+    Status: lambda a: Status(host=_only_host(a, "status")),
+    Queue: lambda a: _no_args(a, Queue()),
+    Cancel: lambda a: Cancel(job_id=_one_id(a, "job", "cancel 42", ("job",))),
+    Rollback: _parse_rollback,
+    Show: lambda a: Show(job_id=_one_id(a, "job", "show 42", ("job",))),
+    Compare: lambda a: _compare(a),
+    History: _parse_history,
+    Diff: lambda a: Diff(host=_only_host(a, "diff")),
+    Logs: _parse_logs,
+    KillStale: _parse_kill_stale,
+    Ack: lambda a: Ack(incident_id=_one_id(a, "incident", "ack 7", ("incident", "inc"))),
+    Mute: _parse_mute,
+    Again: _parse_again,
+    Schedules: lambda a: _no_args(a, Schedules()),
+    Unschedule: lambda a: Unschedule(schedule_id=_one_id(a, "schedule", "unschedule 3", ("schedule",))),
+    Confirm: lambda a: Confirm(token=_token(a, "yes")),
+    Deny: lambda a: Deny(token=_token(a, "no")),
+    Help: _parse_help,
+}
+
+
+def _compare(args: list[str]) -> Compare:
+    ids = [a for a in args if a.lower() not in ("with", "vs", "and", "to", "job", "jobs", "versus")]
+    if len(ids) != 2:
+        raise UserInputError("Say which two jobs, e.g. 'compare 41 42'.")
+    return Compare(a=_int(ids[0], "The job number"), b=_int(ids[1], "The job number"))
+
+
+# ---- render: canonical text ---------------------------------------------------------------------
+
+def _opt(prefix: str, value: object | None) -> str:
+    return "" if value is None else f" {prefix}{value}"
+
+
+def _levels_text(levels: tuple[int, ...] | None) -> str:
+    return "" if levels is None else " c=" + ",".join(str(c) for c in levels)
+
+
+def render(cmd: Command) -> str:
+    """Canonical text for a command; ``parse(render(cmd)) == cmd``."""
+    if isinstance(cmd, Try):
+        body = " ".join(f"{f}={v}" for f, v in cmd.changes)
+        return f"try {body}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+    if isinstance(cmd, Sweep):
+        return f"sweep {cmd.flag}={','.join(cmd.values)}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+    if isinstance(cmd, Bench):
+        return f"bench{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+    if isinstance(cmd, Status | Diff):
+        return f"{cmd.verb}{_opt('on ', cmd.host)}"
+    if isinstance(cmd, Cancel | Show):
+        return f"{cmd.verb} {cmd.job_id}"
+    if isinstance(cmd, Rollback):
+        return f"rollback{_opt('on ', cmd.host)}{_opt('to ', cmd.to_revision)}"
+    if isinstance(cmd, Compare):
+        return f"compare {cmd.a} {cmd.b}"
+    if isinstance(cmd, History):
+        return f"history{_opt('on ', cmd.host)}{_opt('', cmd.n)}"
+    if isinstance(cmd, Logs):
+        return f"logs{_opt('on ', cmd.host)}{_opt('incident ', cmd.incident_id)}{_opt('', cmd.n)}"
+    if isinstance(cmd, KillStale):
+        return f"kill-stale{_opt('on ', cmd.host)} {cmd.pid}"
+    if isinstance(cmd, Mute):
+        return f"mute {cmd.incident_id} for {cmd.minutes}m"
+    if isinstance(cmd, Ack):
+        return f"ack {cmd.incident_id}"
+    if isinstance(cmd, Again):
+        if cmd.value is not None:
+            return f"again with {cmd.value}"
+        return "again" + "".join(f" {f}={v}" for f, v in cmd.changes)
+    if isinstance(cmd, Confirm | Deny):
+        return f"{cmd.verb}{_opt('', cmd.token)}"
+    if isinstance(cmd, Help):
+        return f"help{_opt('', cmd.topic)}"
+    if isinstance(cmd, Schedule):
+        return f"{cmd.cron.describe()} {render(cmd.command)}"
+    if isinstance(cmd, Unschedule):
+        return f"unschedule {cmd.schedule_id}"
+    return cmd.verb
