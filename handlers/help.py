@@ -1,0 +1,64 @@
+"""Help text, built from the command registry and the flag schema so it never drifts from them.
+
+Owns `help_text(topic)`: the list of commands (usage and the class docstring's first line), one
+command in full (usage, description, examples, other words that name it), the flag list, or one
+flag (its SGLang name, aliases, allowed values and what it does).
+"""
+
+from __future__ import annotations
+
+from handlers.commands import COMMANDS, CommandInfo
+from services.errors import UserInputError
+from services.sglang_flags import FLAGS, flag_help_lines, lookup_flag
+
+__all__ = ["help_text"]
+
+
+def _find(topic: str) -> CommandInfo | None:
+    low = topic.lower()
+    for info in COMMANDS:
+        if low == info.name or low in info.words:
+            return info
+    return None
+
+
+def _overview() -> str:
+    lines = ["pitcrew commands (say 'help <command>' for more, 'help flags' for the flags):"]
+    for info in COMMANDS:
+        lines.append(f"  {info.cls.usage} - {info.summary}")
+    lines.append("Flags you can change: " + ", ".join(f.short for f in FLAGS) + ".")
+    return "\n".join(lines)
+
+
+def _command(info: CommandInfo) -> str:
+    doc = (info.cls.__doc__ or "").strip()
+    lines = [f"{info.cls.usage}", f"  {doc}"]
+    if info.cls.examples:
+        lines.append("  Examples: " + "; ".join(info.cls.examples))
+    others = [w for w in info.words if w != info.name]
+    if others:
+        lines.append("  Also: " + ", ".join(others))
+    return "\n".join(lines)
+
+
+def _flags() -> str:
+    lines = ["Flags pitcrew can change (use the short name, e.g. 'try steps=5', or SGLang's own --name):"]
+    lines.extend(f"  {line}" for line in flag_help_lines())
+    lines.append("With topk 1, SGLang sets draft tokens to steps + 1; pitcrew changes a pinned draft with it.")
+    return "\n".join(lines)
+
+
+def help_text(topic: str | None = None) -> str:
+    """The help for ``topic``: None (all commands), a command word, ``flags``, or a flag name/alias."""
+    if topic is None or not topic.strip():
+        return _overview()
+    if topic.lower() in ("flags", "flag"):
+        return _flags()
+    info = _find(topic)
+    if info is not None:
+        return _command(info)
+    fdef = lookup_flag(topic)
+    if fdef is not None:
+        line = next(line for line, f in zip(flag_help_lines(), FLAGS, strict=True) if f is fdef)
+        return line
+    raise UserInputError(f"There is no help on '{topic[:40]}'. Say 'help' for the list.")
