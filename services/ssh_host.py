@@ -218,22 +218,38 @@ class SshHost:
         conn.abort()
 
     async def _open(self, opener: Callable[[asyncssh.SSHClientConnection], Awaitable[T]]) -> T:
-        """Open a channel with ``opener``, reconnecting once if the connection was dropped."""
-        for attempt in (1, 2):
+        """Open a channel with ``opener``, reconnecting once if the connection was dropped.
+
+        A channel refused on a live connection (OpenSSH's ``MaxSessions`` reached for a moment:
+        sshd frees a session slot a little after the client sees the channel close) is retried
+        with a short backoff until the connect timeout.
+        """
+        reconnected = False
+        delay = 0.01
+        deadline = time.monotonic() + self._connect_timeout
+        while True:
             conn = await self._connection()
             try:
-                return await asyncio.wait_for(opener(conn), self._connect_timeout)
-            except (*_CONNECTION_ERRORS, asyncssh.ChannelOpenError, TimeoutError) as exc:
-                dropped = conn.is_closed() or isinstance(exc, (*_CONNECTION_ERRORS, TimeoutError))
-                if dropped:
-                    self._forget(conn)
-                if attempt == 2 or not dropped:
-                    raise HostUnreachable(
-                        f"{self._label().capitalize()} refused or dropped a new SSH session.",
-                        host=self._spec.name,
-                    ) from None
-                log.info("connection to %s was dropped; reconnecting", self._spec.name)
-        raise AssertionError("unreachable")
+                return await asyncio.wait_for(opener(conn), max(deadline - time.monotonic(), 0.5))
+            except asyncssh.ChannelOpenError:
+                if not conn.is_closed():
+                    if time.monotonic() + delay >= deadline:
+                        raise HostUnreachable(
+                            f"{self._label().capitalize()} refused a new SSH session.", host=self._spec.name
+                        ) from None
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 0.2)
+                    continue
+            except (*_CONNECTION_ERRORS, TimeoutError):
+                pass
+            self._forget(conn)
+            if reconnected:
+                raise HostUnreachable(
+                    f"{self._label().capitalize()} dropped the SSH connection again after a reconnect.",
+                    host=self._spec.name,
+                )
+            reconnected = True
+            log.info("connection to %s was dropped; reconnecting", self._spec.name)
 
     async def close(self) -> None:
         self._closed = True
@@ -260,8 +276,12 @@ class SshHost:
         return args, quote_argv(wrapped)
 
     async def _start(self, command: str) -> asyncssh.SSHClientProcess[bytes]:
+        reported = False
+
         def opener(conn: asyncssh.SSHClientConnection) -> Awaitable[asyncssh.SSHClientProcess[bytes]]:
-            if self._on_command is not None:
+            nonlocal reported
+            if self._on_command is not None and not reported:
+                reported = True  # once per command, on a verified connection, before it is sent
                 self._on_command(command)
             return conn.create_process(command, encoding=None)
 
