@@ -88,8 +88,13 @@ def render_reply(reply: Reply, *, lead: str | None = None) -> list[SlackMessage]
         for chunk in _split_lines(code, MAX_PRE_TEXT):
             pieces.append([_preformatted(chunk)])
     table_pieces: list[list[dict[str, Any]]] = []
-    for table in reply.tables:
-        table_pieces.extend(_table_pieces(_redact_table(table)))
+    for n, table in enumerate(reply.tables):
+        safe = _redact_table(table)
+        pieces_for_table = _table_pieces(safe)
+        table_pieces.extend(pieces_for_table)
+        if any(b.get("type") == "rich_text" for p in pieces_for_table for b in p) and _too_wide(safe):
+            files.append(Attachment(filename=f"table-{n + 1}.txt", content=format_table(safe).encode(),
+                                    title=safe.title or f"Table {n + 1}", mime="text/plain"))
     button_blocks = _button_blocks(reply.buttons)
     messages = _pack(pieces + table_pieces, first_reserve=len(button_blocks))
     if not messages:
@@ -317,13 +322,14 @@ def _preformatted_table_pieces(table: Table) -> list[list[dict[str, Any]]]:
     text = format_table(Table(columns=table.columns, rows=table.rows, align=table.align))
     lines = text.split("\n")
     head, body = lines[:2], lines[2:]
-    head = [_clip(h, MAX_PRE_TEXT // 2) for h in head]
+    head = [_clip(h, MAX_PRE_TEXT // 4) for h in head]
     head_len = sum(len(h) + 1 for h in head)
+    row_cap = MAX_PRE_TEXT - head_len - 1
     chunks: list[list[str]] = []
     cur: list[str] = []
     cur_len = head_len
     for line in body:
-        line = _clip(line, MAX_PRE_TEXT - head_len - 1)
+        line = _clip(line, row_cap)  # only rows wider than a block; the full table is attached
         if cur and cur_len + len(line) + 1 > MAX_PRE_TEXT:
             chunks.append(cur)
             cur, cur_len = [], head_len
@@ -340,6 +346,15 @@ def _preformatted_table_pieces(table: Table) -> list[list[dict[str, Any]]]:
         piece.append(_preformatted("\n".join(head + chunk)))
         pieces.append(piece)
     return pieces
+
+
+def _too_wide(table: Table) -> bool:
+    """True when a row of the monospace rendering would not fit in one block."""
+    widths = [len(c) for c in table.columns]
+    for r in table.rows:
+        for i, c in enumerate(r[: len(widths)]):
+            widths[i] = max(widths[i], len(c))
+    return sum(widths) + 2 * len(widths) > min(MAX_PRE_TEXT // 4, MAX_PRE_TEXT - 1)
 
 
 def _table_title(table: Table, n: int, total: int) -> str:
