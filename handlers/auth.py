@@ -1,0 +1,109 @@
+"""Authorization: roles from policy, the role each command needs, channel → host limits, rate limits.
+
+Roles are ordered viewer < experimenter < operator < admin. A user's role is the highest of the
+roles given to their user id and their groups, else the default (``*``), else viewer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from handlers.commands import (
+    Ack,
+    Again,
+    Bench,
+    Cancel,
+    Command,
+    Compare,
+    Confirm,
+    Deny,
+    Diff,
+    Help,
+    History,
+    KillStale,
+    Logs,
+    Mute,
+    Queue,
+    Rollback,
+    Schedule,
+    Schedules,
+    Show,
+    Status,
+    Sweep,
+    Try,
+    Unschedule,
+)
+from handlers.contract import Actor
+from services.errors import NotAuthorized, RateLimited
+
+ROLES = ("viewer", "experimenter", "operator", "admin")
+
+NEEDS: dict[type[Command], str] = {
+    Status: "viewer", History: "viewer", Show: "viewer", Compare: "viewer", Queue: "viewer", Help: "viewer",
+    Diff: "viewer", Logs: "viewer", Schedules: "viewer",
+    Try: "experimenter", Sweep: "experimenter", Bench: "experimenter", Cancel: "experimenter",
+    Again: "experimenter", Confirm: "experimenter", Deny: "experimenter",
+    Rollback: "operator", KillStale: "operator", Mute: "operator", Ack: "operator", Schedule: "operator",
+    Unschedule: "operator",
+}
+
+CONFIRM_NAMES: dict[type[Command], str] = {Try: "try", Sweep: "sweep", Bench: "bench", Rollback: "rollback",
+                                           KillStale: "kill-stale", Again: "try"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The authorization and confirmation policy, as plain values."""
+
+    roles: Mapping[str, str] = field(default_factory=lambda: {"*": "admin"})
+    channel_hosts: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    confirm: frozenset[str] = frozenset({"try", "sweep", "rollback", "kill-stale"})
+    commands_per_minute: int = 30
+
+
+def role_of(actor: Actor, policy: Policy) -> str:
+    found = [policy.roles[k] for k in (actor.user_id, *actor.groups) if k in policy.roles]
+    if not found:
+        return policy.roles.get("*", "viewer")
+    return max(found, key=ROLES.index)
+
+
+def at_least(role: str, needed: str) -> bool:
+    return ROLES.index(role) >= ROLES.index(needed)
+
+
+def require(actor: Actor, cmd: Command, policy: Policy) -> str:
+    """The actor's role, or `NotAuthorized` naming the role the command needs."""
+    role = role_of(actor, policy)
+    needed = NEEDS.get(type(cmd), "admin")
+    if not at_least(role, needed):
+        raise NotAuthorized(f"`{cmd.verb}` needs the {needed} role; you are {role}. Ask an admin to grant it.")
+    return role
+
+
+def check_channel_host(channel: str, host: str, policy: Policy) -> None:
+    allowed = policy.channel_hosts.get(channel)
+    if allowed is not None and host not in allowed:
+        raise NotAuthorized(f"{host} cannot be driven from this channel (allowed here: "
+                            f"{', '.join(allowed) or 'none'})")
+
+
+class RateLimiter:
+    """At most `per_minute` commands per user in any 60-second window."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._seen: dict[str, deque[float]] = defaultdict(deque)
+
+    def check(self, user_id: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        q = self._seen[user_id]
+        while q and now - q[0] > 60.0:
+            q.popleft()
+        if len(q) >= self.per_minute:
+            wait = 60.0 - (now - q[0])
+            raise RateLimited(f"slow down: at most {self.per_minute} commands a minute; try again in {wait:.0f} s")
+        q.append(now)

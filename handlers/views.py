@@ -1,0 +1,149 @@
+"""Views: domain values → `Reply`/`Table` (results tables with deltas, job messages, status lines).
+
+No I/O here; the command handlers and the job notifier call these with data they fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from handlers.contract import Button, Reply, Table
+from services.results import LevelFigures, RunSummary, pct
+
+STATE_ICON = {"queued": "⏳", "awaiting_confirmation": "❔", "running": "🔧", "succeeded": "✅", "failed": "❌",
+              "cancelled": "🚫", "interrupted": "⚠️"}
+
+
+def fmt_num(v: float | None, digits: int = 0) -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.{digits}f}"
+
+
+def fmt_delta(new: float | None, old: float | None, *, lower_is_better: bool = False) -> str:
+    change = pct(new, old)
+    if change is None:
+        return ""
+    sign = "+" if change >= 0 else "−"
+    return f" ({sign}{abs(change):.0f}%)"
+
+
+def results_table(run: RunSummary, prev: RunSummary | None) -> Table:
+    """One row per concurrency level: the figures people compare, each with its change against `prev`."""
+    cols = ("C", "decode tok/s/req", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "accept len",
+            "accept rate", "max running")
+    rows = []
+    max_running = run.capacity.get("max_running_requests")
+    for lv in run.levels:
+        old: LevelFigures | None = prev.level(lv.concurrency) if prev else None
+        rows.append((
+            str(lv.concurrency) + ("" if lv.reliable else " ⚠"),
+            fmt_num(lv.decode_tok_s, 1) + fmt_delta(lv.decode_tok_s, old.decode_tok_s if old else None),
+            fmt_num(lv.output_tok_s, 1) + fmt_delta(lv.output_tok_s, old.output_tok_s if old else None),
+            fmt_num(lv.ttft_p50_ms, 1) + fmt_delta(lv.ttft_p50_ms, old.ttft_p50_ms if old else None),
+            fmt_num(lv.ttft_p99_ms, 1),
+            fmt_num(lv.tpot_p50_ms, 2) + fmt_delta(lv.tpot_p50_ms, old.tpot_p50_ms if old else None),
+            fmt_num(lv.accept_len, 2),
+            fmt_num(lv.accept_rate, 2),
+            "—" if max_running is None else str(max_running),
+        ))
+    title = f"{run.label or 'run ' + str(run.id)} on {run.host}" + (f" vs {prev.label or 'run ' + str(prev.id)}"
+                                                                   if prev else "")
+    return Table(columns=cols, rows=tuple(rows), title=title)
+
+
+def failures_note(run: RunSummary) -> str:
+    notes = []
+    for lv in run.levels:
+        if lv.failed:
+            notes.append(f"C={lv.concurrency}: {lv.failed} failed requests")
+        notes.extend(f"C={lv.concurrency}: {w}" for w in lv.warnings)
+    return "\n".join(notes)
+
+
+def sweep_table(result: dict[str, Any]) -> Table:
+    levels = [str(c) for c in result.get("levels", [])]
+    cols = (result.get("short", "value"), *[f"C={c} tok/s/req" for c in levels], "accept len", "max running",
+            "max tokens")
+    rows = []
+    for r in result.get("rows", []):
+        lv = r.get("levels", {})
+        first = lv.get(levels[0], {}) if levels else {}
+        cap = r.get("capacity", {})
+        cells = [str(r["value"]) + ("" if r.get("ok") else " ✗")]
+        cells += [fmt_num(lv.get(c, {}).get("decode_tok_s"), 1) for c in levels]
+        cells += [fmt_num(first.get("accept_len"), 2), str(cap.get("max_running_requests") or "—"),
+                  fmt_num(cap.get("max_total_num_tokens"))]
+        rows.append(tuple(cells))
+    return Table(columns=cols, rows=tuple(rows), title=f"sweep of {result.get('short')}")
+
+
+def sweep_chart(result: dict[str, Any]) -> bytes | None:
+    """PNG: decode tok/s per request against the swept value, one line per concurrency."""
+    rows = [r for r in result.get("rows", []) if r.get("levels")]
+    if not rows:
+        return None
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0), dpi=100)
+    ax = fig.subplots()
+    xs_all = [r["value"] for r in rows]
+    numeric = all(_is_num(x) for x in xs_all)
+    for c in result.get("levels", []):
+        pts = [(r["value"], r["levels"].get(str(c), {}).get("decode_tok_s")) for r in rows]
+        pts = [(float(x) if numeric else x, y) for x, y in pts if y is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"C={c}")
+    ax.set_xlabel(result.get("flag", "value"))
+    ax.set_ylabel("decode tok/s per request (p50)")
+    ax.set_title(f"sweep of {result.get('short')}" + (f" — best {result['best']}" if result.get("best") else ""))
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _is_num(x: Any) -> bool:
+    try:
+        float(x)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def preview_reply(job_id: int, host: str, what: str, diff: Sequence[str], notes: Sequence[str], position: int,
+                  eta_s: float | None, needs_confirmation: bool) -> Reply:
+    lines = [f"*Job {job_id}* on *{host}*: {what}"]
+    queue = "runs next" if position == 0 else f"queue position {position + 1}"
+    eta = f", ETA ~{_dur(eta_s)}" if eta_s else ""
+    lines.append(f"{queue}{eta}")
+    lines.extend(f"note: {n}" for n in notes)
+    if needs_confirmation:
+        lines.append("Confirm to start it.")
+    buttons = (Button("Confirm", f"yes {job_id}", "primary"), Button("Cancel", f"no {job_id}", "danger")) \
+        if needs_confirmation else (Button("Cancel", f"cancel {job_id}", "danger"),)
+    code = "\n".join(diff) if diff else None
+    return Reply(text="\n".join(lines), code=code, buttons=buttons, tone="info")
+
+
+def _dur(s: float | None) -> str:
+    if s is None:
+        return "?"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def job_line(j: Any) -> str:
+    icon = STATE_ICON.get(j.state, "")
+    who = j.requested_by_name or j.requested_by
+    return f"{icon} job {j.id} · {j.kind} on {j.host} · {j.state} · {who} · {j.command_text[:60]}"
