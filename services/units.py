@@ -380,24 +380,31 @@ def _apply(text: str, region: _Region, edits: list[tuple[int, int, str]], remove
         ln = lines[li]
         if li != 0 and not any(t.start <= ln.end and t.end > ln.start for t in kept):
             dropped_lines.add(li)
-    for idx in removed:
+    runs: list[list[int]] = []
+    for idx in sorted(removed):
         tok = tokens[idx]
         if tok.line in dropped_lines:
             continue
         if tok.crosses_line:
             raise UnitError("A word to remove from ExecStart= spans a line break; edit it by hand.")
-        line = lines[tok.line]
-        cut = tok.start
+        if runs and runs[-1][-1] == idx - 1 and tokens[runs[-1][-1]].line == tok.line:
+            runs[-1].append(idx)
+        else:
+            runs.append([idx])
+    for run in runs:
+        first_tok, last_tok = tokens[run[0]], tokens[run[-1]]
+        line = lines[first_tok.line]
+        cut = first_tok.start
         while cut > line.start and text[cut - 1] in " \t":
             cut -= 1
-        if cut == line.start or (tok.line == 0 and text[cut - 1] == "="):
-            # first word on its line: cut the blanks after it instead
-            end = tok.end
+        if cut == line.start:
+            # first words on their line: cut the blanks after them instead
+            end = last_tok.end
             while end < line.end and text[end] in " \t":
                 end += 1
-            edits.append((tok.start, end, ""))
+            edits.append((first_tok.start, end, ""))
         else:
-            edits.append((cut, tok.end, ""))
+            edits.append((cut, last_tok.end, ""))
     content = [i for i, ln in enumerate(lines) if not ln.comment and i not in dropped_lines]
     last_content = content[-1]
     line_edits: list[tuple[int, int, str]] = []
