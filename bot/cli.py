@@ -106,6 +106,7 @@ def _safe_url(url: str) -> str:
 
 def _register() -> None:
     """Attach the commands that live in other modules (one line each)."""
+    from bot.cli_diagnose import diagnose; main.add_command(diagnose)  # noqa: E702, I001
 
 
 _register()

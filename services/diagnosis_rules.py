@@ -1,0 +1,293 @@
+"""The ordered signature rules of diagnosis, and the per-invocation evidence they read.
+
+`Invocation` accumulates what one run of the unit left in the journal (its lines, systemd's events about
+it, the error signatures of `services.sglang_log`, readiness, `Decode batch` figures, whether a stop was
+requested and by which recorded action). `evaluate()` applies the rules in order — first the failing
+invocations (ended badly without a stop request), most specific cause first, then stops, then health —
+and returns a `Finding`. A rule only fires on evidence it can quote; otherwise the answer is `unknown`.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from services.journal_format import JournalEntry
+from services.sglang_log import Capacity, is_ready_line, parse_capacity, parse_decode, signatures
+from services.systemd_log import SystemdEvent
+
+if TYPE_CHECKING:
+    from services.diagnosis import Action, RanBefore, SideEvidence
+
+_STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "benchmark"})
+_MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})
+_STRONG_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
+_XID_RX = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*)")
+_KERNEL_OOM_RX = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)")
+_FLAG_RX = re.compile(r"--(speculative-num-steps|mem-fraction-static|context-length|speculative-eagle-topk|"
+                      r"speculative-num-draft-tokens|port|cuda-graph-max-bs|max-running-requests)[= ]+(\S+)")
+
+
+@dataclass(eq=False)
+class Invocation:
+    """Evidence of one run of the unit (mutable while the journal is read)."""
+
+    key: str
+    lines: list[JournalEntry] = field(default_factory=list)
+    events: list[SystemdEvent] = field(default_factory=list)
+    start_us: int = 0
+    end_us: int = 0
+    pids: set[int] = field(default_factory=set)
+    sig_lines: list[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=list)
+    decode_entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=32))
+    ready_us: int | None = None
+    capacity: Capacity | None = None
+    exit: SystemdEvent | None = None
+    result: str | None = None
+    stopping: SystemdEvent | None = None
+    stop_timeout: SystemdEvent | None = None
+    oom_kill: bool = False
+    start_limit: bool = False
+    failed_to_start: bool = False
+    deactivated: bool = False
+    restart_counter: int | None = None
+    suppressed: list[SystemdEvent] = field(default_factory=list)
+    leftovers: list[SystemdEvent] = field(default_factory=list)
+    stop_requested_us: int | None = None
+    stop_action: Action | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.exit is not None or self.result is not None or self.deactivated or self.failed_to_start
+
+    @property
+    def failed(self) -> bool:
+        """Ended badly without anyone asking it to stop."""
+        if self.stop_requested_us is not None:
+            return False
+        bad_exit = self.exit is not None and not self.exit.clean_exit
+        bad_result = self.result is not None and self.result != "success"
+        return bad_exit or bad_result or self.oom_kill or self.start_limit or self.failed_to_start
+
+    def _touch(self, t: int) -> None:
+        if not self.start_us or t < self.start_us:
+            self.start_us = t
+        self.end_us = max(self.end_us, t)
+
+    def add_line(self, entry: JournalEntry) -> None:
+        self._touch(entry.realtime_us)
+        self.lines.append(entry)
+        if entry.pid is not None:
+            self.pids.add(entry.pid)
+        msg = entry.message
+        if "Decode batch" in msg:
+            self.decode_entries.append(entry)
+            return
+        sigs = signatures(msg)
+        if sigs:
+            self.sig_lines.append((entry, sigs))
+        if self.ready_us is None and is_ready_line(msg):
+            self.ready_us = entry.realtime_us
+        if self.capacity is None and "max_total_num_tokens=" in msg:
+            self.capacity = parse_capacity(msg)
+
+    def add_event(self, ev: SystemdEvent) -> None:
+        self._touch(ev.realtime_us)
+        self.events.append(ev)
+        kind = ev.kind
+        if kind == "main_exited":
+            self.exit = ev
+        elif kind == "failed_result":
+            self.result = ev.result
+        elif kind == "deactivated":
+            self.deactivated = True
+        elif kind == "stopping" and self.stopping is None:
+            self.stopping = ev
+        elif kind == "stop_timeout":
+            self.stop_timeout = ev
+        elif kind == "oom_kill":
+            self.oom_kill = True
+        elif kind == "start_limit_hit":
+            self.start_limit = True
+        elif kind == "failed_to_start":
+            self.failed_to_start = True
+        elif kind == "scheduled_restart":
+            self.restart_counter = ev.restart_counter
+        elif kind == "suppressed":
+            self.suppressed.append(ev)
+        elif kind == "leftover_process":
+            self.leftovers.append(ev)
+
+    def finish(self, actions: tuple[Action, ...]) -> None:
+        """Decide whether a stop was requested: systemd's `Stopping` job, or a recorded kill/stop."""
+        end = self.exit.realtime_us if self.exit else self.end_us
+        if self.stopping is not None and (self.exit is None or self.stopping.realtime_us <= end):
+            self.stop_requested_us = self.stopping.realtime_us
+        for act in actions:
+            t = int(act.at.timestamp() * 1e6)
+            if act.action not in _STOP_ACTIONS:
+                continue
+            if self.stop_requested_us is not None and -60e6 <= self.stop_requested_us - t <= 60e6:
+                self.stop_action = act
+            elif self.stop_requested_us is None and act.action in {"kill", "stop", "restart"} \
+                    and self.exit is not None and 0 <= end - t <= 120e6:
+                self.stop_requested_us, self.stop_action = t, act
+
+    def sig(self, *names: str) -> list[JournalEntry]:
+        """Lines carrying any of the signatures `names`, exception lines (`XxxError: ...`) first."""
+        hits = [(e, s) for e, s in self.sig_lines if any(n in s for n in names)]
+        hits.sort(key=lambda h: "exception_line" not in h[1])
+        return [e for e, _ in hits]
+
+    def ran_before(self) -> RanBefore | None:
+        from services.diagnosis import RanBefore
+
+        stats = [d for d in (parse_decode(e.message) for e in self.decode_entries) if d is not None]
+        busy = [d for d in stats if d.running_req > 0 and d.gen_throughput]
+        if not busy:
+            return None
+        tput = [d.gen_throughput for d in busy if d.gen_throughput is not None]
+        acc = [d.accept_len for d in busy if d.accept_len is not None]
+        return RanBefore(round(statistics.median(acc), 2) if acc else None, round(statistics.median(tput), 1),
+                         min(tput), max(tput), len(busy))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the rules concluded (diagnosis adds loop state, restarts and redaction)."""
+
+    cause: str
+    confidence: float
+    summary: str
+    evidence: tuple[str, ...]
+    recommendation: str
+    ran_before: RanBefore | None = None
+    config_change: str | None = None
+    stale_pids: tuple[int, ...] = ()
+
+
+def _t(us: int) -> str:
+    from services.diagnosis import format_time
+
+    return format_time(us)
+
+
+def _exit_lines(inv: Invocation) -> list[str]:
+    return [ev.message for ev in inv.events if ev.kind in {"main_exited", "failed_result", "stop_timeout"}][:2]
+
+
+def _config_change(invs: list[Invocation], side: SideEvidence) -> tuple[str | None, bool]:
+    """(text naming the suspected configuration change, whether a recorded deploy/rollback backs it)."""
+    first = invs[0].start_us if invs else None
+    deploys = [a for a in side.actions if a.action in {"deploy", "rollback"}
+               and (first is None or a.at.timestamp() * 1e6 <= first + 5e6)]
+    flags = dict(_FLAG_RX.findall(side.unit_file or ""))
+    parts = []
+    if deploys:
+        a = deploys[-1]
+        parts.append((f"{a.detail}, " if a.detail else "") + f"{a.action} by {a.who} at "
+                     f"{_t(int(a.at.timestamp() * 1e6))}")
+    steps = flags.get("speculative-num-steps")
+    if steps is not None:
+        text = f"the unit runs --speculative-num-steps {steps}"
+        if flags.get("speculative-eagle-topk") == "1" and steps.isdigit():
+            text += f" = {int(steps) + 1} draft tokens per request with --speculative-eagle-topk 1"
+        parts.append(text)
+    return ("; ".join(parts) if parts else None), bool(deploys)
+
+
+def _kernel_window(kernel: list[JournalEntry], inv: Invocation) -> list[JournalEntry]:
+    lo, hi = inv.start_us - 600_000_000, inv.end_us + 60_000_000
+    return [k for k in kernel if lo <= k.realtime_us <= hi or not k.realtime_us]
+
+
+def _stale_holders(inv: Invocation, side: SideEvidence, unit: str) -> list[tuple[int, str]]:
+    main_pid = side.systemctl_show.get("MainPID")
+    own = set(inv.pids) | ({int(main_pid)} if main_pid and main_pid.isdigit() and main_pid != "0" else set())
+    procs = {p.pid: p for p in side.process_info}
+    holders = []
+    for app in side.nvidia_smi_apps:
+        if app.pid in own:
+            continue
+        p = procs.get(app.pid)
+        who = f"pid {app.pid} ({p.cmdline if p and p.cmdline else app.process_name}"
+        who += f", user {p.user}" if p and p.user else ""
+        who += f", {app.used_memory_mib} MiB" if app.used_memory_mib is not None else ""
+        holders.append((app.pid, who + ")"))
+    for e in inv.sig("foreign_gpu_process"):
+        for pid_s, mem in re.findall(r"Process (\d+) has ([\d.]+ [GM]iB) memory in use", e.message):
+            pid = int(pid_s)
+            if pid not in own and pid not in {h[0] for h in holders}:
+                holders.append((pid, f"pid {pid} ({mem} on the GPU)"))
+    for ev in inv.leftovers:
+        if ev.pid is not None and ev.pid not in {h[0] for h in holders}:
+            holders.append((ev.pid, f"pid {ev.pid} ({ev.comm}, left over from an earlier run)"))
+    return holders
+
+
+def evaluate(unit: str, invocations: list[Invocation], kernel: list[JournalEntry], side: SideEvidence,
+             looping: bool) -> Finding:
+    """Apply the rules in order and return the first that the evidence supports."""
+    failing = [i for i in invocations if i.failed]
+    if failing:
+        return _failing(unit, failing, kernel, side, looping)
+    stopped = [i for i in invocations if i.stop_requested_us is not None]
+    if stopped:
+        return _stopped(unit, stopped[-1])
+    if not invocations:
+        return Finding("unknown", 0.2, f"No entries of {unit} in the window.", (),
+                       f"Export the unit's journal with `journalctl -u {unit} -o json` and try again.")
+    last = invocations[-1]
+    suppressed = [ev for i in invocations for ev in i.suppressed]
+    if suppressed and last.ready_us is None:
+        return Finding("unknown", 0.3, f"journald dropped messages of {unit} (rate limit); nothing conclusive.",
+                       tuple(ev.message for ev in suppressed[:2]), "Raise journald's RateLimitBurst and look again.")
+    ran = last.ran_before()
+    conf = 0.9 if last.ready_us is not None or ran else 0.6
+    state = "serving" if last.ready_us is not None or ran else "starting (not yet ready)"
+    summary = f"No failure of {unit} in the window; it is {state}" + (f": {ran.describe()}." if ran else ".")
+    return Finding("healthy", conf, summary, (), "Nothing to do.", ran_before=ran)
+
+
+def _stopped(unit: str, inv: Invocation) -> Finding:
+    ran = inv.ran_before()
+    act = inv.stop_action
+    if act is not None:
+        asked = "" if act.who == "pitcrew" else f" asked by {act.who}"
+        detail = f" ({act.detail})" if act.detail else ""
+        who = f"pitcrew's own {act.action}{asked} at {_t(int(act.at.timestamp() * 1e6))}{detail}"
+    else:
+        who = f"a stop request at {_t(inv.stop_requested_us or inv.end_us)} (no recorded pitcrew action)"
+    before = f" Before that {ran.describe()}." if ran else ""
+    killed = [ev for ev in inv.events if ev.kind == "killing" and ev.signal == "KILL"]
+    if inv.stop_timeout is not None or inv.result == "timeout" or killed:
+        waited = ""
+        if inv.stop_timeout is not None and inv.stopping is not None:
+            waited = f" after {(inv.stop_timeout.realtime_us - inv.stopping.realtime_us) / 1e6:.0f} s"
+        lines = [ev.message for ev in inv.events if ev.kind in {"stopping", "stop_timeout", "main_exited",
+                                                                 "failed_result"}]
+        drain = [e.message for e, s in inv.sig_lines if "graceful_stop" in s][:1]
+        return Finding(
+            "stop_timeout_sigkill", 0.95 if act else 0.85,
+            f"Not a crash: {unit} was stopped by {who}; it did not exit within the stop timeout and systemd "
+            f"sent SIGKILL{waited}.{before}",
+            tuple(lines[:2] + drain + lines[2:]),
+            "No fault in the configuration. Let the stop drain first (stop the load, or raise TimeoutStopSec "
+            "above the longest request) and never overlap one round's teardown with the next start.",
+            ran_before=ran)
+    lines = [ev.message for ev in inv.events if ev.kind in {"stopping", "main_exited", "deactivated",
+                                                             "failed_result", "stopped"}]
+    return Finding(
+        "operator_action", 0.9 if act else 0.7,
+        f"{unit} was stopped deliberately by {who} and shut down cleanly.{before}", tuple(lines[:4]),
+        "Nothing to fix: start the unit again if it should be serving.", ran_before=ran)
+
+
+def _failing(unit: str, failing: list[Invocation], kernel: list[JournalEntry], side: SideEvidence,
+             looping: bool) -> Finding:
+    from services.diagnosis_causes import failing_rules
+
+    return failing_rules(unit, failing, kernel, side, looping)
