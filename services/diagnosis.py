@@ -24,14 +24,28 @@ from services.redact import redact
 from services.systemd_log import SystemdEvent, classify
 
 CAUSES: tuple[str, ...] = (
-    "kv_cache_oom", "cuda_oom_runtime", "cuda_graph_capture_oom", "stop_timeout_sigkill", "operator_action",
-    "gpu_memory_held_by_stale_process", "port_in_use", "bad_argument", "model_load_failure", "nccl_failure",
-    "gpu_hardware_xid", "segfault", "engine_exception", "host_oom_kill", "healthy", "unknown",
+    "kv_cache_oom",
+    "cuda_oom_runtime",
+    "cuda_graph_capture_oom",
+    "stop_timeout_sigkill",
+    "operator_action",
+    "gpu_memory_held_by_stale_process",
+    "port_in_use",
+    "bad_argument",
+    "model_load_failure",
+    "nccl_failure",
+    "gpu_hardware_xid",
+    "segfault",
+    "engine_exception",
+    "host_oom_kill",
+    "healthy",
+    "unknown",
 )
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
 # --- side evidence ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Action:
@@ -117,15 +131,20 @@ class SideEvidence:
         if not isinstance(data, Mapping):
             raise UserInputError("side evidence must be one JSON object")
         show_raw = data.get("systemctl_show")
-        show = ({str(k): str(v) for k, v in show_raw.items()} if isinstance(show_raw, Mapping) else {})
+        show = {str(k): str(v) for k, v in show_raw.items()} if isinstance(show_raw, Mapping) else {}
         apps = []
         for o in _objs(data, "nvidia_smi_apps"):
             pid = _int_or_none(o.get("pid"))
             if pid is not None:
                 apps.append(GpuApp(pid, str(o.get("process_name") or ""), _int_or_none(o.get("used_memory"))))
         gpu_raw = data.get("nvidia_smi_gpu")
-        gpu = ([str(x) for x in gpu_raw if isinstance(x, str | int)] if isinstance(gpu_raw, list)
-               else str(gpu_raw).splitlines() if isinstance(gpu_raw, str) else [])
+        gpu = (
+            [str(x) for x in gpu_raw if isinstance(x, str | int)]
+            if isinstance(gpu_raw, list)
+            else str(gpu_raw).splitlines()
+            if isinstance(gpu_raw, str)
+            else []
+        )
         kernel = []
         for i, o in enumerate(_objs(data, "kernel_journal")):
             obj = dict(o)
@@ -138,20 +157,43 @@ class SideEvidence:
         for o in _objs(data, "actions"):
             at = _parse_time(o.get("at"))
             if at is not None and o.get("action"):
-                actions.append(Action(at, str(o.get("who") or "pitcrew"), str(o["action"]),
-                                      str(o.get("detail") or "")))
+                actions.append(
+                    Action(at, str(o.get("who") or "pitcrew"), str(o["action"]), str(o.get("detail") or ""))
+                )
         procs = []
         for o in _objs(data, "process_info"):
             pid = _int_or_none(o.get("pid"))
             if pid is not None:
-                procs.append(ProcessInfo(pid, _int_or_none(o.get("ppid")), _opt(o.get("user")),
-                                         _opt(o.get("cgroup")), _opt(o.get("cmdline")), _opt(o.get("started"))))
-        listeners = [Listener(str(o.get("local") or ""), _int_or_none(o.get("pid")), _opt(o.get("process")),
-                              _opt(o.get("user"))) for o in _objs(data, "ss_listen")]
+                procs.append(
+                    ProcessInfo(
+                        pid,
+                        _int_or_none(o.get("ppid")),
+                        _opt(o.get("user")),
+                        _opt(o.get("cgroup")),
+                        _opt(o.get("cmdline")),
+                        _opt(o.get("started")),
+                    )
+                )
+        listeners = [
+            Listener(
+                str(o.get("local") or ""),
+                _int_or_none(o.get("pid")),
+                _opt(o.get("process")),
+                _opt(o.get("user")),
+            )
+            for o in _objs(data, "ss_listen")
+        ]
         unit_file = data.get("unit_file")
-        return cls(MappingProxyType(show), tuple(apps), tuple(gpu), tuple(kernel),
-                   tuple(sorted(actions, key=lambda a: a.at)),
-                   unit_file if isinstance(unit_file, str) else None, tuple(procs), tuple(listeners))
+        return cls(
+            MappingProxyType(show),
+            tuple(apps),
+            tuple(gpu),
+            tuple(kernel),
+            tuple(sorted(actions, key=lambda a: a.at)),
+            unit_file if isinstance(unit_file, str) else None,
+            tuple(procs),
+            tuple(listeners),
+        )
 
 
 def _opt(value: Any) -> str | None:
@@ -159,6 +201,7 @@ def _opt(value: Any) -> str | None:
 
 
 # --- result types -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class RanBefore:
@@ -202,14 +245,24 @@ class Diagnosis:
         """The `pitcrew diagnose --json` object (a JSON-ready dict)."""
         ran = None
         if self.ran_before is not None:
-            ran = {"accept_len": self.ran_before.accept_len,
-                   "gen_throughput_tok_s": self.ran_before.gen_throughput_tok_s}
-        return {"cause": self.cause, "confidence": round(self.confidence, 2), "restart_loop": self.restart_loop,
-                "restarts": self.restarts, "summary": self.summary, "evidence": list(self.evidence),
-                "ran_before": ran, "recommendation": self.recommendation}
+            ran = {
+                "accept_len": self.ran_before.accept_len,
+                "gen_throughput_tok_s": self.ran_before.gen_throughput_tok_s,
+            }
+        return {
+            "cause": self.cause,
+            "confidence": round(self.confidence, 2),
+            "restart_loop": self.restart_loop,
+            "restarts": self.restarts,
+            "summary": self.summary,
+            "evidence": list(self.evidence),
+            "ran_before": ran,
+            "recommendation": self.recommendation,
+        }
 
 
 # --- restart loops ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class LoopStatus:
@@ -225,8 +278,13 @@ class LoopStatus:
 _FAILURE_KINDS = frozenset({"failed_result", "failed_to_start", "start_limit_hit", "oom_kill"})
 
 
-def detect_restart_loop(events: Sequence[SystemdEvent], *, threshold: int = 2, window_s: float = 600,
-                        expected_invocations: Collection[str] = ()) -> LoopStatus:
+def detect_restart_loop(
+    events: Sequence[SystemdEvent],
+    *,
+    threshold: int = 2,
+    window_s: float = 600,
+    expected_invocations: Collection[str] = (),
+) -> LoopStatus:
     """Declare a loop at the `threshold`-th failed start within `window_s` (or on a start-limit hit).
 
     Failures are systemd's own messages (`Main process exited` with a failure status, `Failed with
@@ -236,7 +294,7 @@ def detect_restart_loop(events: Sequence[SystemdEvent], *, threshold: int = 2, w
     """
     episodes: list[int] = []
     last_key: str | None = None
-    last_t = -10**18
+    last_t = -(10**18)
     restarts = 0
     start_limit = False
     for ev in sorted(events, key=lambda e: e.realtime_us):
@@ -265,11 +323,17 @@ def detect_restart_loop(events: Sequence[SystemdEvent], *, threshold: int = 2, w
             looping = True
     if episodes and restarts >= threshold:
         looping = True
-    return LoopStatus(looping, len(episodes), restarts, episodes[0] if episodes else None,
-                      episodes[-1] if episodes else None)
+    return LoopStatus(
+        looping,
+        len(episodes),
+        restarts,
+        episodes[0] if episodes else None,
+        episodes[-1] if episodes else None,
+    )
 
 
 # --- grouping -----------------------------------------------------------------------------------
+
 
 def infer_unit(entries: Sequence[JournalEntry]) -> str | None:
     """The unit most entries belong to (manager messages' `UNIT`, services' `_SYSTEMD_UNIT`)."""
@@ -277,7 +341,9 @@ def infer_unit(entries: Sequence[JournalEntry]) -> str | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
-def group_invocations(entries: Sequence[JournalEntry], unit: str) -> tuple[list[Invocation], list[JournalEntry]]:
+def group_invocations(
+    entries: Sequence[JournalEntry], unit: str
+) -> tuple[list[Invocation], list[JournalEntry]]:
     """Split a unit's entries into invocations (in time order) and kernel entries."""
     invocations: list[Invocation] = []
     by_id: dict[str, Invocation] = {}
@@ -295,19 +361,23 @@ def group_invocations(entries: Sequence[JournalEntry], unit: str) -> tuple[list[
             continue
         key = entry.invocation_id
         if key is not None:
-            inv = by_id.get(key)
-            if inv is None:
-                if current is not None and current.key.startswith("segment-") and not current.lines \
-                        and not current.ended and event is not None and event.kind == "started":
-                    inv = current
-                    inv.key = key
+            found = by_id.get(key)
+            if found is None:
+                adopt = current is not None and current.key.startswith("segment-") and not current.lines
+                if (
+                    adopt
+                    and current is not None
+                    and not current.ended
+                    and event is not None
+                    and event.kind == "started"
+                ):
+                    found = current
+                    found.key = key
                 else:
-                    inv = _new(invocations, key)
-                by_id[key] = inv
-        elif event is not None and event.kind == "started" and (current is None or current.lines
-                                                                 or current.ended):
-            inv = _new(invocations, f"segment-{len(invocations)}")
-        elif current is None or (event is None and current.ended and current.key.startswith("segment-")):
+                    found = _new(invocations, key)
+                by_id[key] = found
+            inv = found
+        elif current is None or _opens_segment(event, current):
             inv = _new(invocations, f"segment-{len(invocations)}")
         else:
             inv = current
@@ -320,14 +390,27 @@ def group_invocations(entries: Sequence[JournalEntry], unit: str) -> tuple[list[
     return invocations, kernel
 
 
+def _opens_segment(event: SystemdEvent | None, current: Invocation) -> bool:
+    """Without invocation ids: a `Started` after lines or an exit, or a line after an exit, starts a run."""
+    if event is not None:
+        return event.kind == "started" and (bool(current.lines) or current.ended)
+    return current.ended and current.key.startswith("segment-")
+
+
 def _new(invocations: list[Invocation], key: str) -> Invocation:
     inv = Invocation(key)
     invocations.append(inv)
     return inv
 
 
-def diagnose(entries: Sequence[JournalEntry], side: SideEvidence | None = None, *,
-             unit: str | None = None, loop_threshold: int = 2, loop_window_s: float = 600) -> Diagnosis:
+def diagnose(
+    entries: Sequence[JournalEntry],
+    side: SideEvidence | None = None,
+    *,
+    unit: str | None = None,
+    loop_threshold: int = 2,
+    loop_window_s: float = 600,
+) -> Diagnosis:
     """Diagnose a unit from its journal entries and the side evidence."""
     side = side if side is not None else SideEvidence()
     unit_name = unit or infer_unit(entries) or "unknown.service"
@@ -337,15 +420,17 @@ def diagnose(entries: Sequence[JournalEntry], side: SideEvidence | None = None, 
     for inv in invocations:
         inv.finish(side.actions)
     expected = {inv.key for inv in invocations if inv.stop_requested_us is not None}
-    loop = detect_restart_loop(events, threshold=loop_threshold, window_s=loop_window_s,
-                               expected_invocations=expected)
+    loop = detect_restart_loop(
+        events, threshold=loop_threshold, window_s=loop_window_s, expected_invocations=expected
+    )
     nrestarts = _int_or_none(side.systemctl_show.get("NRestarts")) or 0
     finding: Finding = evaluate(unit_name, invocations, kernel, side, loop.looping)
     evidence = tuple(_quote(line) for line in dict.fromkeys(finding.evidence))[:5]
     return Diagnosis(
         cause=finding.cause,
         confidence=finding.confidence,
-        restart_loop=loop.looping and finding.cause not in {"healthy", "operator_action", "stop_timeout_sigkill"},
+        restart_loop=loop.looping
+        and finding.cause not in {"healthy", "operator_action", "stop_timeout_sigkill"},
         restarts=max(loop.restarts, nrestarts),
         summary=redact(finding.summary),
         evidence=evidence,

@@ -44,8 +44,9 @@ def _loop_text(failing: list[Invocation], looping: bool) -> str:
     return "a restart loop" if looping else "one failure so far"
 
 
-def failing_rules(unit: str, failing: list[Invocation], kernel: list[JournalEntry], side: SideEvidence,
-                  looping: bool) -> Finding:
+def failing_rules(
+    unit: str, failing: list[Invocation], kernel: list[JournalEntry], side: SideEvidence, looping: bool
+) -> Finding:
     """Diagnose the failing invocations; `failing[-1]` is the most recent."""
     inv = failing[-1]
     exits = _exit_lines(inv)
@@ -56,35 +57,54 @@ def failing_rules(unit: str, failing: list[Invocation], kernel: list[JournalEntr
 
     if inv.suppressed and not inv.sig_lines:
         dropped = sum(ev.dropped or 0 for ev in inv.suppressed)
-        return Finding("unknown", 0.3,
-                       f"{unit} failed but journald rate-limited its log ({dropped} messages dropped): the lines "
-                       "that would say why are gone.",
-                       tuple([inv.suppressed[0].message, *exits, *_lines(inv.lines[-2:])]),
-                       "Raise journald's RateLimitBurst/RateLimitIntervalSec (or the unit's LogRateLimit*), "
-                       "restart once and read the failure again.")
+        return Finding(
+            "unknown",
+            0.3,
+            f"{unit} failed but journald rate-limited its log ({dropped} messages dropped): the lines "
+            "that would say why are gone.",
+            tuple([inv.suppressed[0].message, *exits, *_lines(inv.lines[-2:])]),
+            "Raise journald's RateLimitBurst/RateLimitIntervalSec (or the unit's LogRateLimit*), "
+            "restart once and read the failure again.",
+        )
 
     xids = [(k, _XID_RX.search(k.message)) for k in kwin]
     strong = [(k, m) for k, m in xids if m and int(m.group(2)) in _STRONG_XIDS]
     lost = inv.sig("gpu_lost") + [k for k in kwin if "fallen off the bus" in k.message]
     if strong or lost:
         ev = [k.message for k, _ in strong[:2]] + _lines(lost, 2) + exits[:1]
-        what = (f"Xid {strong[0][1].group(2)} on PCI {strong[0][1].group(1)}" if strong[0][1] else "Xid")\
-            if strong else "a lost GPU"
-        return Finding("gpu_hardware_xid", 0.9,
-                       f"The GPU failed ({what}); {unit} cannot start on this host until the GPU is reset: "
-                       f"{times}.", tuple(ev),
-                       "Drain the host: reset the GPU (nvidia-smi -r) or reboot; check power/PCIe/thermals, "
-                       "and RMA the card if the Xid repeats.")
+        what = (
+            (f"Xid {strong[0][1].group(2)} on PCI {strong[0][1].group(1)}" if strong[0][1] else "Xid")
+            if strong
+            else "a lost GPU"
+        )
+        return Finding(
+            "gpu_hardware_xid",
+            0.9,
+            f"The GPU failed ({what}); {unit} cannot start on this host until the GPU is reset: {times}.",
+            tuple(ev),
+            "Drain the host: reset the GPU (nvidia-smi -r) or reboot; check power/PCIe/thermals, "
+            "and RMA the card if the Xid repeats.",
+        )
 
-    kernel_oom = [k for k in kwin if (m := _KERNEL_OOM_RX.search(k.message)) and
-                  (int(m.group(1)) in inv.pids or not inv.pids or "python" in m.group(2) or "sglang" in m.group(2))]
+    kernel_oom = [
+        k
+        for k in kwin
+        if (m := _KERNEL_OOM_RX.search(k.message))
+        and (int(m.group(1)) in inv.pids or not inv.pids or "python" in m.group(2) or "sglang" in m.group(2))
+    ]
     if inv.oom_kill or inv.result == "oom-kill" or kernel_oom:
-        ev = _lines(kernel_oom, 2) + [e.message for e in inv.events if e.kind in {"oom_kill", "failed_result"}]
-        return Finding("host_oom_kill", 0.9,
-                       f"The Linux OOM killer ended {unit} (host RAM or the unit's memory limit ran out): {times}.",
-                       tuple(ev), "Give the unit more host memory (MemoryMax=, fewer CPU-side caches, smaller "
-                       "--cpu-offload-gb) or move other memory users off the host, then start it again.",
-                       config_change=change)
+        ev = _lines(kernel_oom, 2) + [
+            e.message for e in inv.events if e.kind in {"oom_kill", "failed_result"}
+        ]
+        return Finding(
+            "host_oom_kill",
+            0.9,
+            f"The Linux OOM killer ended {unit} (host RAM or the unit's memory limit ran out): {times}.",
+            tuple(ev),
+            "Give the unit more host memory (MemoryMax=, fewer CPU-side caches, smaller "
+            "--cpu-offload-gb) or move other memory users off the host, then start it again.",
+            config_change=change,
+        )
 
     memory = inv.sig(*_MEMORY_SIGS, "graph_capture_failed")
     holders = _stale_holders(inv, side, unit) if memory else []
@@ -92,112 +112,163 @@ def failing_rules(unit: str, failing: list[Invocation], kernel: list[JournalEntr
         pids = tuple(dict.fromkeys(p for p, _ in holders))
         who = "; ".join(w for _, w in holders[:3])
         conf = 0.9 if side.nvidia_smi_apps else 0.75
-        return Finding("gpu_memory_held_by_stale_process", conf,
-                       f"Another process holds the GPU memory {unit} needs: {who}. The new instance runs out of "
-                       f"memory at start ({times}); the configuration is not the cause.",
-                       tuple(_lines(memory, 2) + exits[:1] + [e.message for e in inv.leftovers[:1]]),
-                       f"Stop the stale holder ({', '.join(map(str, pids))}) — check its owner first — confirm with "
-                       f"nvidia-smi that the memory is free, then start {unit} again.",
-                       config_change=change, stale_pids=pids)
+        return Finding(
+            "gpu_memory_held_by_stale_process",
+            conf,
+            f"Another process holds the GPU memory {unit} needs: {who}. The new instance runs out of "
+            f"memory at start ({times}); the configuration is not the cause.",
+            tuple(_lines(memory, 2) + exits[:1] + [e.message for e in inv.leftovers[:1]]),
+            f"Stop the stale holder ({', '.join(map(str, pids))}) — check its owner first — confirm with "
+            f"nvidia-smi that the memory is free, then start {unit} again.",
+            config_change=change,
+            stale_pids=pids,
+        )
 
     kv = inv.sig("kv_not_enough")
     if kv:
         every = all(i.sig("kv_not_enough") for i in failing if i.lines)
         conf = 0.92 if every and len(failing) > 1 else 0.82
-        return Finding("kv_cache_oom", conf,
-                       f"Every start of {unit} fails the same way: the configuration leaves too little GPU memory "
-                       f"for the KV cache ({times}){since}.",
-                       tuple(_lines(kv, 1) + exits[:1] + _lines(inv.sig("exception_line", "engine_exception"), 1)),
-                       "Roll back to the previous unit revision. This configuration cannot fit its KV cache: use "
-                       "fewer speculative steps (the measured plateau is 4-5), a shorter --context-length or a "
-                       "higher --mem-fraction-static.", config_change=change)
+        return Finding(
+            "kv_cache_oom",
+            conf,
+            f"Every start of {unit} fails the same way: the configuration leaves too little GPU memory "
+            f"for the KV cache ({times}){since}.",
+            tuple(_lines(kv, 1) + exits[:1] + _lines(inv.sig("exception_line", "engine_exception"), 1)),
+            "Roll back to the previous unit revision. This configuration cannot fit its KV cache: use "
+            "fewer speculative steps (the measured plateau is 4-5), a shorter --context-length or a "
+            "higher --mem-fraction-static.",
+            config_change=change,
+        )
 
     capture = inv.sig("graph_capture_failed")
     oom = inv.sig("cuda_oom")
     if capture and (oom or any("out of memory" in e.message for e in capture)):
-        return Finding("cuda_graph_capture_oom", 0.9,
-                       f"{unit} ran out of GPU memory while capturing CUDA graphs at start ({times}){since}.",
-                       tuple(_lines(capture, 1) + _lines([e for e in oom if e not in capture], 1) + exits[:1]),
-                       "Lower --cuda-graph-max-bs (or --mem-fraction-static to leave graph memory), or roll back "
-                       "the last change.", config_change=change)
+        return Finding(
+            "cuda_graph_capture_oom",
+            0.9,
+            f"{unit} ran out of GPU memory while capturing CUDA graphs at start ({times}){since}.",
+            tuple(_lines(capture, 1) + _lines([e for e in oom if e not in capture], 1) + exits[:1]),
+            "Lower --cuda-graph-max-bs (or --mem-fraction-static to leave graph memory), or roll back "
+            "the last change.",
+            config_change=change,
+        )
 
     if oom:
         after_ready = [e for e in oom if inv.ready_us is not None and e.realtime_us >= inv.ready_us]
         if after_ready:
             ran = inv.ran_before()
             before = f" Before that {ran.describe()}." if ran else ""
-            return Finding("cuda_oom_runtime", 0.85,
-                           f"{unit} ran out of GPU memory while serving, after it was ready ({times}).{before}",
-                           tuple(_lines(after_ready, 1) + _lines(inv.sig("engine_exception"), 1) + exits[:1]),
-                           "Leave more headroom for activations: lower --mem-fraction-static, "
-                           "--max-running-requests or --chunked-prefill-size.", ran_before=ran, config_change=change)
+            return Finding(
+                "cuda_oom_runtime",
+                0.85,
+                f"{unit} ran out of GPU memory while serving, after it was ready ({times}).{before}",
+                tuple(_lines(after_ready, 1) + _lines(inv.sig("engine_exception"), 1) + exits[:1]),
+                "Leave more headroom for activations: lower --mem-fraction-static, "
+                "--max-running-requests or --chunked-prefill-size.",
+                ran_before=ran,
+                config_change=change,
+            )
         in_capture = bool(inv.sig("graph_capture_begin")) and not inv.sig("graph_capture_end")
         if in_capture:
-            return Finding("cuda_graph_capture_oom", 0.75,
-                           f"{unit} ran out of GPU memory during CUDA graph capture at start ({times}){since}.",
-                           tuple(_lines(oom, 1) + _lines(inv.sig("graph_capture_begin"), 1) + exits[:1]),
-                           "Lower --cuda-graph-max-bs or --mem-fraction-static, or roll back the last change.",
-                           config_change=change)
-        return Finding("kv_cache_oom", 0.65,
-                       f"{unit} runs out of GPU memory at start, before serving ({times}){since}: the configuration "
-                       "leaves too little memory.", tuple(_lines(oom, 1) + exits[:1]),
-                       "Roll back to the previous unit revision, or reduce speculative steps / --context-length.",
-                       config_change=change)
+            return Finding(
+                "cuda_graph_capture_oom",
+                0.75,
+                f"{unit} ran out of GPU memory during CUDA graph capture at start ({times}){since}.",
+                tuple(_lines(oom, 1) + _lines(inv.sig("graph_capture_begin"), 1) + exits[:1]),
+                "Lower --cuda-graph-max-bs or --mem-fraction-static, or roll back the last change.",
+                config_change=change,
+            )
+        return Finding(
+            "kv_cache_oom",
+            0.65,
+            f"{unit} runs out of GPU memory at start, before serving ({times}){since}: the configuration "
+            "leaves too little memory.",
+            tuple(_lines(oom, 1) + exits[:1]),
+            "Roll back to the previous unit revision, or reduce speculative steps / --context-length.",
+            config_change=change,
+        )
 
     port = inv.sig("port_in_use")
     if port:
         listeners = [ln for ln in side.ss_listen if ln.pid is not None and ln.pid not in inv.pids]
-        who = "; ".join(f"{ln.local} held by pid {ln.pid} ({ln.process or '?'}, user {ln.user or '?'})"
-                        for ln in listeners[:2])
-        return Finding("port_in_use", 0.9,
-                       f"{unit} cannot bind its HTTP port: another process already listens on it"
-                       + (f" ({who})" if who else "") + f"; {times}.",
-                       tuple(_lines(port, 1) + _lines(inv.sig("init_failed"), 1) + exits[:1]),
-                       "Stop the process holding the port (or give the server another --port), then start again.",
-                       stale_pids=tuple(ln.pid for ln in listeners if ln.pid is not None))
+        who = "; ".join(
+            f"{ln.local} held by pid {ln.pid} ({ln.process or '?'}, user {ln.user or '?'})"
+            for ln in listeners[:2]
+        )
+        return Finding(
+            "port_in_use",
+            0.9,
+            f"{unit} cannot bind its HTTP port: another process already listens on it"
+            + (f" ({who})" if who else "")
+            + f"; {times}.",
+            tuple(_lines(port, 1) + _lines(inv.sig("init_failed"), 1) + exits[:1]),
+            "Stop the process holding the port (or give the server another --port), then start again.",
+            stale_pids=tuple(ln.pid for ln in listeners if ln.pid is not None),
+        )
 
     bad = inv.sig("bad_argument")
     exec_fail = inv.exit is not None and inv.exit.exit_code == "exited" and inv.exit.exit_status == 203
     if bad or exec_fail or (inv.sig("usage_line") and inv.exit is not None and inv.exit.exit_status == 2):
-        return Finding("bad_argument", 0.9 if bad else 0.7,
-                       f"The command line of {unit} is rejected before any model work ({times}){since}.",
-                       tuple(_lines(bad, 2) + exits[:1]),
-                       "Fix the ExecStart flags (typo or a flag this SGLang version does not know) or roll back "
-                       "to the previous unit revision.", config_change=change)
+        return Finding(
+            "bad_argument",
+            0.9 if bad else 0.7,
+            f"The command line of {unit} is rejected before any model work ({times}){since}.",
+            tuple(_lines(bad, 2) + exits[:1]),
+            "Fix the ExecStart flags (typo or a flag this SGLang version does not know) or roll back "
+            "to the previous unit revision.",
+            config_change=change,
+        )
 
     load = inv.sig("model_load")
     if load:
-        return Finding("model_load_failure", 0.85,
-                       f"{unit} cannot load its model (weights, config or tokenizer missing, unreadable or "
-                       f"corrupt): {times}.", tuple(_lines(load, 2) + exits[:1]),
-                       "Check the model path and files on the host (config.json, *.safetensors, tokenizer), "
-                       "re-download corrupt shards, fix permissions.", config_change=change)
+        return Finding(
+            "model_load_failure",
+            0.85,
+            f"{unit} cannot load its model (weights, config or tokenizer missing, unreadable or "
+            f"corrupt): {times}.",
+            tuple(_lines(load, 2) + exits[:1]),
+            "Check the model path and files on the host (config.json, *.safetensors, tokenizer), "
+            "re-download corrupt shards, fix permissions.",
+            config_change=change,
+        )
 
     nccl = inv.sig("nccl")
     if nccl:
-        return Finding("nccl_failure", 0.8, f"NCCL communication between the GPUs of {unit} failed: {times}.",
-                       tuple(_lines(nccl, 2) + exits[:1]),
-                       "Check the GPUs' interconnect and NCCL settings (NCCL_DEBUG=INFO, /dev/shm size, "
-                       "NCCL_P2P_DISABLE/NCCL_IB_DISABLE), and that no GPU is missing.", config_change=change)
+        return Finding(
+            "nccl_failure",
+            0.8,
+            f"NCCL communication between the GPUs of {unit} failed: {times}.",
+            tuple(_lines(nccl, 2) + exits[:1]),
+            "Check the GPUs' interconnect and NCCL settings (NCCL_DEBUG=INFO, /dev/shm size, "
+            "NCCL_P2P_DISABLE/NCCL_IB_DISABLE), and that no GPU is missing.",
+            config_change=change,
+        )
 
     weak = [(k, m) for k, m in xids if m]
     if weak:
         k, m = weak[0]
-        return Finding("gpu_hardware_xid", 0.6,
-                       f"The kernel reported Xid {m.group(2)} on PCI {m.group(1)} when {unit} failed: {times}.",
-                       tuple([k.message, *exits[:1]]),
-                       "Xid 13/31/43 are often application faults: restart once; if it repeats across "
-                       "applications, reset the GPU.")
+        return Finding(
+            "gpu_hardware_xid",
+            0.6,
+            f"The kernel reported Xid {m.group(2)} on PCI {m.group(1)} when {unit} failed: {times}.",
+            tuple([k.message, *exits[:1]]),
+            "Xid 13/31/43 are often application faults: restart once; if it repeats across "
+            "applications, reset the GPU.",
+        )
 
     seg = inv.sig("segfault")
     dumped = inv.exit is not None and inv.exit.exit_code == "dumped"
     if seg or dumped or inv.result == "core-dump":
-        return Finding("segfault", 0.85 if seg and dumped else 0.75,
-                       f"{unit} crashed natively (signal {inv.exit.signal if inv.exit else '?'}, no Python "
-                       f"exception): {times}.", tuple(_lines(seg, 2) + exits[:1]),
-                       "Collect the core dump (coredumpctl info), check driver/CUDA/torch versions against "
-                       "SGLang's, and roll back the last change if the crash started with it.",
-                       config_change=change)
+        return Finding(
+            "segfault",
+            0.85 if seg and dumped else 0.75,
+            f"{unit} crashed natively (signal {inv.exit.signal if inv.exit else '?'}, no Python "
+            f"exception): {times}.",
+            tuple(_lines(seg, 2) + exits[:1]),
+            "Collect the core dump (coredumpctl info), check driver/CUDA/torch versions against "
+            "SGLang's, and roll back the last change if the crash started with it.",
+            config_change=change,
+        )
 
     exc = inv.sig("exception_line")
     engine = inv.sig("engine_exception")
@@ -205,15 +276,27 @@ def failing_rules(unit: str, failing: list[Invocation], kernel: list[JournalEntr
         ev = _lines(exc[-1:], 1) + _lines(engine, 1) + exits[:1]
         name = exc[-1].message.split(":", 1)[0].strip() if exc else "an exception"
         ran = inv.ran_before()
-        return Finding("engine_exception", 0.7,
-                       f"The serving engine of {unit} raised {name}: {times}"
-                       + (f" (before that {ran.describe()})" if ran else "") + ".",
-                       tuple(ev), "Read the traceback; roll back the last change if the failure started with it, "
-                       "otherwise report it upstream with the traceback.", ran_before=ran, config_change=change)
+        return Finding(
+            "engine_exception",
+            0.7,
+            f"The serving engine of {unit} raised {name}: {times}"
+            + (f" (before that {ran.describe()})" if ran else "")
+            + ".",
+            tuple(ev),
+            "Read the traceback; roll back the last change if the failure started with it, "
+            "otherwise report it upstream with the traceback.",
+            ran_before=ran,
+            config_change=change,
+        )
 
     tail = [e.message for e in inv.lines[-3:]]
-    return Finding("unknown", 0.3,
-                   f"{unit} failed ({times}) but its log shows no known signature; last lines and systemd's "
-                   f"verdict quoted (last failure at {_t(inv.end_us)}).",
-                   tuple(tail + exits), f"Read the full log: journalctl -u {unit} -o short-precise --since "
-                   "'-15 min'; check nvidia-smi and dmesg.", config_change=change)
+    return Finding(
+        "unknown",
+        0.3,
+        f"{unit} failed ({times}) but its log shows no known signature; last lines and systemd's "
+        f"verdict quoted (last failure at {_t(inv.end_us)}).",
+        tuple(tail + exits),
+        f"Read the full log: journalctl -u {unit} -o short-precise --since "
+        "'-15 min'; check nvidia-smi and dmesg.",
+        config_change=change,
+    )

@@ -26,9 +26,13 @@ _STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "ben
 _MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})
 _STRONG_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
 _XID_RX = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*)")
-_KERNEL_OOM_RX = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)")
-_FLAG_RX = re.compile(r"--(speculative-num-steps|mem-fraction-static|context-length|speculative-eagle-topk|"
-                      r"speculative-num-draft-tokens|port|cuda-graph-max-bs|max-running-requests)[= ]+(\S+)")
+_KERNEL_OOM_RX = re.compile(
+    r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)"
+)
+_FLAG_RX = re.compile(
+    r"--(speculative-num-steps|mem-fraction-static|context-length|speculative-eagle-topk|"
+    r"speculative-num-draft-tokens|port|cuda-graph-max-bs|max-running-requests)[= ]+(\S+)"
+)
 
 
 @dataclass(eq=False)
@@ -132,8 +136,12 @@ class Invocation:
                 continue
             if self.stop_requested_us is not None and -60e6 <= self.stop_requested_us - t <= 60e6:
                 self.stop_action = act
-            elif self.stop_requested_us is None and act.action in {"kill", "stop", "restart"} \
-                    and self.exit is not None and 0 <= end - t <= 120e6:
+            elif (
+                self.stop_requested_us is None
+                and act.action in {"kill", "stop", "restart"}
+                and self.exit is not None
+                and 0 <= end - t <= 120e6
+            ):
                 self.stop_requested_us, self.stop_action = t, act
 
     def sig(self, *names: str) -> list[JournalEntry]:
@@ -151,8 +159,13 @@ class Invocation:
             return None
         tput = [d.gen_throughput for d in busy if d.gen_throughput is not None]
         acc = [d.accept_len for d in busy if d.accept_len is not None]
-        return RanBefore(round(statistics.median(acc), 2) if acc else None, round(statistics.median(tput), 1),
-                         min(tput), max(tput), len(busy))
+        return RanBefore(
+            round(statistics.median(acc), 2) if acc else None,
+            round(statistics.median(tput), 1),
+            min(tput),
+            max(tput),
+            len(busy),
+        )
 
 
 @dataclass(frozen=True)
@@ -176,20 +189,27 @@ def _t(us: int) -> str:
 
 
 def _exit_lines(inv: Invocation) -> list[str]:
-    return [ev.message for ev in inv.events if ev.kind in {"main_exited", "failed_result", "stop_timeout"}][:2]
+    return [ev.message for ev in inv.events if ev.kind in {"main_exited", "failed_result", "stop_timeout"}][
+        :2
+    ]
 
 
 def _config_change(invs: list[Invocation], side: SideEvidence) -> tuple[str | None, bool]:
     """(text naming the suspected configuration change, whether a recorded deploy/rollback backs it)."""
     first = invs[0].start_us if invs else None
-    deploys = [a for a in side.actions if a.action in {"deploy", "rollback"}
-               and (first is None or a.at.timestamp() * 1e6 <= first + 5e6)]
+    deploys = [
+        a
+        for a in side.actions
+        if a.action in {"deploy", "rollback"} and (first is None or a.at.timestamp() * 1e6 <= first + 5e6)
+    ]
     flags = dict(_FLAG_RX.findall(side.unit_file or ""))
     parts = []
     if deploys:
         a = deploys[-1]
-        parts.append((f"{a.detail}, " if a.detail else "") + f"{a.action} by {a.who} at "
-                     f"{_t(int(a.at.timestamp() * 1e6))}")
+        parts.append(
+            (f"{a.detail}, " if a.detail else "") + f"{a.action} by {a.who} at "
+            f"{_t(int(a.at.timestamp() * 1e6))}"
+        )
     steps = flags.get("speculative-num-steps")
     if steps is not None:
         text = f"the unit runs --speculative-num-steps {steps}"
@@ -228,8 +248,9 @@ def _stale_holders(inv: Invocation, side: SideEvidence, unit: str) -> list[tuple
     return holders
 
 
-def evaluate(unit: str, invocations: list[Invocation], kernel: list[JournalEntry], side: SideEvidence,
-             looping: bool) -> Finding:
+def evaluate(
+    unit: str, invocations: list[Invocation], kernel: list[JournalEntry], side: SideEvidence, looping: bool
+) -> Finding:
     """Apply the rules in order and return the first that the evidence supports."""
     failing = [i for i in invocations if i.failed]
     if failing:
@@ -238,13 +259,23 @@ def evaluate(unit: str, invocations: list[Invocation], kernel: list[JournalEntry
     if stopped:
         return _stopped(unit, stopped[-1])
     if not invocations:
-        return Finding("unknown", 0.2, f"No entries of {unit} in the window.", (),
-                       f"Export the unit's journal with `journalctl -u {unit} -o json` and try again.")
+        return Finding(
+            "unknown",
+            0.2,
+            f"No entries of {unit} in the window.",
+            (),
+            f"Export the unit's journal with `journalctl -u {unit} -o json` and try again.",
+        )
     last = invocations[-1]
     suppressed = [ev for i in invocations for ev in i.suppressed]
     if suppressed and last.ready_us is None:
-        return Finding("unknown", 0.3, f"journald dropped messages of {unit} (rate limit); nothing conclusive.",
-                       tuple(ev.message for ev in suppressed[:2]), "Raise journald's RateLimitBurst and look again.")
+        return Finding(
+            "unknown",
+            0.3,
+            f"journald dropped messages of {unit} (rate limit); nothing conclusive.",
+            tuple(ev.message for ev in suppressed[:2]),
+            "Raise journald's RateLimitBurst and look again.",
+        )
     ran = last.ran_before()
     conf = 0.9 if last.ready_us is not None or ran else 0.6
     state = "serving" if last.ready_us is not None or ran else "starting (not yet ready)"
@@ -267,27 +298,40 @@ def _stopped(unit: str, inv: Invocation) -> Finding:
         waited = ""
         if inv.stop_timeout is not None and inv.stopping is not None:
             waited = f" after {(inv.stop_timeout.realtime_us - inv.stopping.realtime_us) / 1e6:.0f} s"
-        lines = [ev.message for ev in inv.events if ev.kind in {"stopping", "stop_timeout", "main_exited",
-                                                                 "failed_result"}]
+        lines = [
+            ev.message
+            for ev in inv.events
+            if ev.kind in {"stopping", "stop_timeout", "main_exited", "failed_result"}
+        ]
         drain = [e.message for e, s in inv.sig_lines if "graceful_stop" in s][:1]
         return Finding(
-            "stop_timeout_sigkill", 0.95 if act else 0.85,
+            "stop_timeout_sigkill",
+            0.95 if act else 0.85,
             f"Not a crash: {unit} was stopped by {who}; it did not exit within the stop timeout and systemd "
             f"sent SIGKILL{waited}.{before}",
             tuple(lines[:2] + drain + lines[2:]),
             "No fault in the configuration. Let the stop drain first (stop the load, or raise TimeoutStopSec "
             "above the longest request) and never overlap one round's teardown with the next start.",
-            ran_before=ran)
-    lines = [ev.message for ev in inv.events if ev.kind in {"stopping", "main_exited", "deactivated",
-                                                             "failed_result", "stopped"}]
+            ran_before=ran,
+        )
+    lines = [
+        ev.message
+        for ev in inv.events
+        if ev.kind in {"stopping", "main_exited", "deactivated", "failed_result", "stopped"}
+    ]
     return Finding(
-        "operator_action", 0.9 if act else 0.7,
-        f"{unit} was stopped deliberately by {who} and shut down cleanly.{before}", tuple(lines[:4]),
-        "Nothing to fix: start the unit again if it should be serving.", ran_before=ran)
+        "operator_action",
+        0.9 if act else 0.7,
+        f"{unit} was stopped deliberately by {who} and shut down cleanly.{before}",
+        tuple(lines[:4]),
+        "Nothing to fix: start the unit again if it should be serving.",
+        ran_before=ran,
+    )
 
 
-def _failing(unit: str, failing: list[Invocation], kernel: list[JournalEntry], side: SideEvidence,
-             looping: bool) -> Finding:
+def _failing(
+    unit: str, failing: list[Invocation], kernel: list[JournalEntry], side: SideEvidence, looping: bool
+) -> Finding:
     from services.diagnosis_causes import failing_rules
 
     return failing_rules(unit, failing, kernel, side, looping)
