@@ -10,7 +10,9 @@ Owns everything the bot sees of the simulated host at the SSH layer:
   ``PATH=<path_prefix>:<system PATH>``) in its own process group, stdin/stdout/stderr streamed
   as produced, exit status (or exit signal) returned; a signal request from the client is
   delivered to the whole process group; closing the channel or dropping the connection ends it
-  (SIGTERM, then SIGKILL after a grace period), as does closing the server;
+  (SIGTERM, then SIGKILL after a grace period), as does closing the server (a command that has
+  already finished leaves its detached background children alone, as OpenSSH does);
+  ``PYTHONUNBUFFERED=1`` is added unless given, so the simulator's Python tools stream lines;
 - SFTP confined to ``root``: any path that resolves outside it is refused with a permission
   error; ``posix-rename@openssh.com`` and ``fsync@openssh.com`` are served.
 
@@ -285,8 +287,8 @@ class SimSshServer:
                     process.exit_with_signal(name)
                 else:
                     process.exit(returncode)
+        # As with OpenSSH, detached leftovers of a finished command (`daemon >/dev/null &`) live on.
         close_task.cancel()
-        _killpg(pgid, signal.SIGKILL)  # leftovers of a finished command (e.g. `sleep 100 &`)
 
 
 def prepare_keys(root: Path) -> tuple[Path, asyncssh.SSHKey, asyncssh.SSHKey]:
