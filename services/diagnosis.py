@@ -10,18 +10,17 @@ returns a `Diagnosis` whose `to_json()` is the `--json` shape of issue 6.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from services.diagnosis_rules import Finding, Invocation, evaluate
+from services.diagnosis_rules import Finding, evaluate, group_invocations, infer_unit
 from services.errors import UserInputError
 from services.journal_format import JournalEntry, entry_from_obj
 from services.redact import redact
-from services.systemd_log import SystemdEvent, classify
+from services.systemd_log import SystemdEvent
 
 CAUSES: tuple[str, ...] = (
     "kv_cache_oom",
@@ -330,77 +329,6 @@ def detect_restart_loop(
         episodes[0] if episodes else None,
         episodes[-1] if episodes else None,
     )
-
-
-# --- grouping -----------------------------------------------------------------------------------
-
-
-def infer_unit(entries: Sequence[JournalEntry]) -> str | None:
-    """The unit most entries belong to (manager messages' `UNIT`, services' `_SYSTEMD_UNIT`)."""
-    counts = Counter(e.unit for e in entries if e.unit and e.unit != "init.scope" and e.transport != "kernel")
-    return counts.most_common(1)[0][0] if counts else None
-
-
-def group_invocations(
-    entries: Sequence[JournalEntry], unit: str
-) -> tuple[list[Invocation], list[JournalEntry]]:
-    """Split a unit's entries into invocations (in time order) and kernel entries."""
-    invocations: list[Invocation] = []
-    by_id: dict[str, Invocation] = {}
-    kernel: list[JournalEntry] = []
-    current: Invocation | None = None
-    for entry in entries:
-        if entry.transport == "kernel":
-            kernel.append(entry)
-            continue
-        event = classify(entry, unit)
-        if event is not None and event.kind == "suppressed":
-            inv = current or _new(invocations, f"segment-{len(invocations)}")
-            inv.add_event(event)
-            current = inv
-            continue
-        key = entry.invocation_id
-        if key is not None:
-            found = by_id.get(key)
-            if found is None:
-                adopt = current is not None and current.key.startswith("segment-") and not current.lines
-                if (
-                    adopt
-                    and current is not None
-                    and not current.ended
-                    and event is not None
-                    and event.kind == "started"
-                ):
-                    found = current
-                    found.key = key
-                else:
-                    found = _new(invocations, key)
-                by_id[key] = found
-            inv = found
-        elif current is None or _opens_segment(event, current):
-            inv = _new(invocations, f"segment-{len(invocations)}")
-        else:
-            inv = current
-        if event is not None:
-            inv.add_event(event)
-        elif entry.pid != 1:
-            inv.add_line(entry)
-        current = inv
-    invocations.sort(key=lambda i: i.start_us)
-    return invocations, kernel
-
-
-def _opens_segment(event: SystemdEvent | None, current: Invocation) -> bool:
-    """Without invocation ids: a `Started` after lines or an exit, or a line after an exit, starts a run."""
-    if event is not None:
-        return event.kind == "started" and (bool(current.lines) or current.ended)
-    return current.ended and current.key.startswith("segment-")
-
-
-def _new(invocations: list[Invocation], key: str) -> Invocation:
-    inv = Invocation(key)
-    invocations.append(inv)
-    return inv
 
 
 def diagnose(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from services.journal_format import JournalEntry
 from services.sglang_log import Capacity, is_ready_line, parse_capacity, parse_decode, signatures
-from services.systemd_log import SystemdEvent
+from services.systemd_log import SystemdEvent, classify
 
 if TYPE_CHECKING:
     from services.diagnosis import Action, RanBefore, SideEvidence
@@ -166,6 +167,77 @@ class Invocation:
             max(tput),
             len(busy),
         )
+
+
+# --- grouping -----------------------------------------------------------------------------------
+
+
+def infer_unit(entries: Sequence[JournalEntry]) -> str | None:
+    """The unit most entries belong to (manager messages' `UNIT`, services' `_SYSTEMD_UNIT`)."""
+    counts = Counter(e.unit for e in entries if e.unit and e.unit != "init.scope" and e.transport != "kernel")
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def group_invocations(
+    entries: Sequence[JournalEntry], unit: str
+) -> tuple[list[Invocation], list[JournalEntry]]:
+    """Split a unit's entries into invocations (in time order) and kernel entries."""
+    invocations: list[Invocation] = []
+    by_id: dict[str, Invocation] = {}
+    kernel: list[JournalEntry] = []
+    current: Invocation | None = None
+    for entry in entries:
+        if entry.transport == "kernel":
+            kernel.append(entry)
+            continue
+        event = classify(entry, unit)
+        if event is not None and event.kind == "suppressed":
+            inv = current or _new(invocations, f"segment-{len(invocations)}")
+            inv.add_event(event)
+            current = inv
+            continue
+        key = entry.invocation_id
+        if key is not None:
+            found = by_id.get(key)
+            if found is None:
+                adopt = current is not None and current.key.startswith("segment-") and not current.lines
+                if (
+                    adopt
+                    and current is not None
+                    and not current.ended
+                    and event is not None
+                    and event.kind == "started"
+                ):
+                    found = current
+                    found.key = key
+                else:
+                    found = _new(invocations, key)
+                by_id[key] = found
+            inv = found
+        elif current is None or _opens_segment(event, current):
+            inv = _new(invocations, f"segment-{len(invocations)}")
+        else:
+            inv = current
+        if event is not None:
+            inv.add_event(event)
+        elif entry.pid != 1:
+            inv.add_line(entry)
+        current = inv
+    invocations.sort(key=lambda i: i.start_us)
+    return invocations, kernel
+
+
+def _opens_segment(event: SystemdEvent | None, current: Invocation) -> bool:
+    """Without invocation ids: a `Started` after lines or an exit, or a line after an exit, starts a run."""
+    if event is not None:
+        return event.kind == "started" and (bool(current.lines) or current.ended)
+    return current.ended and current.key.startswith("segment-")
+
+
+def _new(invocations: list[Invocation], key: str) -> Invocation:
+    inv = Invocation(key)
+    invocations.append(inv)
+    return inv
 
 
 @dataclass(frozen=True)
