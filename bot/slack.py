@@ -30,6 +30,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import DeliveryStats, StoreOutbox, run_delivery
 from bot.render import ACTION_PREFIX, escape_mrkdwn, render_click_receipt
+from bot.settings import ConfigError, SlackSettings
+from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
 from services.outbox import OutboxStore
@@ -77,6 +79,7 @@ class SlackBot:
         self._delivery: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._socket: Any = None
+        self.http_port: int | None = None
         async def _authorize(enterprise_id: str | None = None, team_id: str | None = None) -> AuthorizeResult:
             return self._auth or await self._auth_test()
 
@@ -131,7 +134,8 @@ class SlackBot:
         site = web.TCPSite(self._runner, host, port)
         await site.start()
         server = site._server
-        return int(server.sockets[0].getsockname()[1]) if server is not None else port  # type: ignore[attr-defined]
+        self.http_port = int(server.sockets[0].getsockname()[1]) if server is not None else port  # type: ignore[attr-defined]
+        return self.http_port
 
     async def start_socket_mode(self, app_token: str) -> None:
         """Connect to Slack over Socket Mode (events arrive on a websocket; no public URL)."""
@@ -330,3 +334,44 @@ class SlackBot:
         while len(self._seen) > 10_000:
             self._seen.popitem(last=False)
         return True
+
+
+def missing_settings_message(missing: list[str]) -> str:
+    """What `pitcrew serve` says when Slack tokens are missing."""
+    lines = ["Slack is not configured; missing: " + ", ".join(missing) + ".",
+             "Create the app from slack/manifest.yaml (https://api.slack.com/apps -> Create New App ->",
+             "From a manifest), install it, then export the bot token (xoxb-...) and, for Socket Mode,",
+             "an app-level token with connections:write (xapp-...); for HTTP mode the signing secret.",
+             "No Slack workspace at hand? Try `pitcrew demo`."]
+    return "\n".join(lines)
+
+
+async def run_slack(slack: SlackSettings, *, dispatch: Dispatch, store: OutboxStore, stop: asyncio.Event,
+                    bot_ready: Callable[[SlackBot], Awaitable[None]] | None = None) -> None:
+    """Run the Slack transport from settings until ``stop`` is set (Socket Mode or HTTP mode).
+
+    ``bot_ready`` is called once the bot is built and started, e.g. to hand ``bot.outbox`` to the
+    job runner and incident notifier so their messages wake the delivery loop at once.
+    """
+    missing = slack.missing()
+    if missing:
+        raise ConfigError(missing_settings_message(missing))
+    assert slack.bot_token is not None
+    client = build_web_client(slack.bot_token.get_secret_value(), base_url=slack.api_base_url)
+    secret = slack.signing_secret.get_secret_value() if slack.signing_secret else None
+    bot = SlackBot(client=client, dispatch=dispatch, store=store,
+                   signing_secret=secret if slack.mode == "http" else None, command=slack.command)
+    await bot.start()
+    try:
+        if bot_ready is not None:
+            await bot_ready(bot)
+        if slack.mode == "http":
+            port = await bot.serve_http(slack.http_host, slack.http_port)
+            log.info("Slack HTTP mode on %s:%d (POST /slack/events, GET /healthz)", slack.http_host, port)
+        else:
+            assert slack.app_token is not None
+            await bot.start_socket_mode(slack.app_token.get_secret_value())
+            log.info("Slack Socket Mode connected")
+        await stop.wait()
+    finally:
+        await bot.aclose()

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 IDEMPOTENCY_EVENT = "pitcrew_message"
 
@@ -82,6 +82,9 @@ class FakeSlack:
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.changed = asyncio.Event()
+        self.sockets: list[web.WebSocketResponse] = []
+        self.socket_acks: list[dict[str, Any]] = []
+        self._envelopes = itertools.count(1)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -93,6 +96,7 @@ class FakeSlack:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._handle)
         app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_get("/socket", self._socket)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -241,6 +245,37 @@ class FakeSlack:
         self._last_ts = max(self._last_ts + 0.000001, time.time())
         return f"{self._last_ts:.6f}"
 
+    # -- Socket Mode ---------------------------------------------------------------------------
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self.sockets.append(ws)
+        self.changed.set()
+        await ws.send_json({"type": "hello", "num_connections": len(self.sockets),
+                            "connection_info": {"app_id": "A1"},
+                            "debug_info": {"host": "fake", "approximate_connection_time": 3600}})
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    self.socket_acks.append(json.loads(msg.data))
+                    self.changed.set()
+        finally:
+            self.sockets.remove(ws)
+            self.changed.set()
+        return ws
+
+    async def socket_send(self, kind: str, payload: dict[str, Any]) -> str:
+        """Push an envelope (``slash_commands``, ``events_api``, ``interactive``) to the first
+        connected Socket Mode client; returns its envelope id (the client must ack it)."""
+        if not self.sockets:
+            raise RuntimeError("no Socket Mode connection")
+        envelope_id = f"env-{next(self._envelopes)}"
+        await self.sockets[0].send_json({"envelope_id": envelope_id, "type": kind, "payload": payload,
+                                         "accepts_response_payload": kind != "events_api",
+                                         "retry_attempt": 0, "retry_reason": ""})
+        return envelope_id
+
     # -- methods -------------------------------------------------------------------------------
 
     def _m_api_test(self, args: dict[str, Any], _r: web.Request) -> dict[str, Any]:
@@ -267,9 +302,7 @@ class FakeSlack:
             return err
         if not a.get("text") and not a.get("blocks"):
             return {"ok": False, "error": "no_text"}
-        thread_ts = a.get("thread_ts") or None
-        if thread_ts and not any(m.ts == thread_ts for m in self.messages):
-            return {"ok": False, "error": "thread_not_found"}
+        thread_ts = a.get("thread_ts") or None  # users' messages are not stored here: any ts goes
         msg = Message(channel=a["channel"], ts=self._next_ts(), text=a.get("text", ""),
                       blocks=list(a.get("blocks") or []), thread_ts=thread_ts,
                       metadata=a.get("metadata") if isinstance(a.get("metadata"), dict) else None,
