@@ -97,7 +97,8 @@ async def _check_server(client: httpx.AsyncClient, spec: BenchSpec) -> str | Non
             resp = await client.get("/v1/models")
             await resp.aread()
     except (TimeoutError, httpx.HTTPError) as exc:
-        raise BenchmarkError(f"cannot reach the server at {spec.base_url}: {type(exc).__name__}") from None
+        detail = (str(exc) or type(exc).__name__)[:200]
+        raise BenchmarkError(f"cannot reach the server at {spec.base_url}: {detail}") from None
     if spec.model is not None:
         return spec.model
     if resp.status_code != 200:
