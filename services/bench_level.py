@@ -1,8 +1,9 @@
 """One concurrency level of the closed-loop benchmark: exactly C requests in flight.
 
 Owns the per-level machinery: C worker tasks on the shared `httpx.AsyncClient`, each sending its
-warmup requests first (excluded, so the measurement starts with C streams in flight), then the measured requests, then padding requests that keep C in flight until
-the last measured request ends (they are cancelled and never counted); per-request deadlines and
+warmup requests first (excluded, so the measurement starts with C streams in flight), then the
+measured requests, then padding requests that keep C in flight until the last measured request
+ends (they are cancelled and never counted); per-request deadlines and
 failure classes; the event-loop lag ticker; the process CPU over the measurement window; the
 server probe around the same window; cancellation and the dead-server stop.
 """
