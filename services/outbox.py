@@ -11,7 +11,7 @@ transport message a key became (`chat_messages`), so a restarted bot edits the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, select, update
@@ -75,6 +75,7 @@ class OutboxStore:
     async def claim(self, *, transport: str, holder: str, limit: int = 20,
                     lease_s: float = 30.0) -> list[OutboxItem]:
         now = utcnow()
+        await self._supersede(transport, now)
         async with self._db.session() as s:
             older = OutboxMessage.__table__.alias("older")
             has_older = (
@@ -107,6 +108,20 @@ class OutboxStore:
                 r.claimed_by = holder
                 r.claimed_until = until
             return [_item(r) for r in picked]
+
+    async def _supersede(self, transport: str, now: datetime) -> None:
+        """Edits of a message that is already posted coalesce: only the newest pending version is sent."""
+        newer = OutboxMessage.__table__.alias("newer")
+        posted = select(ChatMessageRef.id).where(ChatMessageRef.transport == OutboxMessage.transport,
+                                                 ChatMessageRef.key == OutboxMessage.key).exists()
+        has_newer = select(newer.c.id).where(
+            newer.c.transport == OutboxMessage.transport, newer.c.key == OutboxMessage.key,
+            newer.c.state == "pending", newer.c.version > OutboxMessage.version).exists()
+        async with self._db.session() as s:
+            await s.execute(update(OutboxMessage).where(
+                OutboxMessage.transport == transport, OutboxMessage.state == "pending",
+                (OutboxMessage.claimed_until.is_(None)) | (OutboxMessage.claimed_until < now),
+                posted, has_newer).values(state="superseded").execution_options(synchronize_session=False))
 
     async def mark_sent(self, item: OutboxItem, ref: MessageRef) -> None:
         async with self._db.session() as s:

@@ -58,3 +58,15 @@ async def test_concurrent_acquires_have_one_winner(db: Database) -> None:
     leases = Leases(db, ttl_s=30)
     results = await asyncio.gather(*(leases.acquire("host:gpu-9", f"bot-{i}") for i in range(10)))
     assert sum(results) == 1
+
+
+async def test_edits_of_a_posted_message_coalesce_to_the_newest(db: Database) -> None:
+    box = OutboxStore(db)
+    await box.enqueue(transport="slack", key="job:5", channel="C1", payload={"text": "v1"})
+    (first,) = await box.claim(transport="slack", holder="w1")
+    await box.mark_sent(first, MessageRef("slack", "C1", "5.5"))
+    for i in range(2, 7):
+        await box.enqueue(transport="slack", key="job:5", channel="C1", payload={"text": f"v{i}"})
+    got = await box.claim(transport="slack", holder="w1")
+    assert [i.payload["text"] for i in got] == ["v6"]
+    assert await box.depth("slack") == 1

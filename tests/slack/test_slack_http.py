@@ -44,7 +44,9 @@ async def test_slash_command_ack_parent_progress_thread_table(make_harness) -> N
     await fake.wait_for(lambda f: any("done" in m.text for m in f.messages), timeout=10)
     parent = next(m for m in fake.messages if m.metadata["event_payload"]["key"] == "job:1")
     assert parent.thread_ts is None and "done" in parent.text
-    assert parent.edits == 3  # two progress edits and the final state, all on the same message
+    # progress edits coalesce once the parent is posted (only the newest pending edit is sent);
+    # the final state always lands, on the same message
+    assert 1 <= parent.edits <= 3
     table_msg = next(m for m in fake.messages if m.metadata["event_payload"]["key"] == "job:1:table")
     assert table_msg.thread_ts == parent.ts
     table = next(b for b in table_msg.blocks if b["type"] == "table")
