@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -95,6 +96,25 @@ def history(ctx: click.Context, host: str | None, since: str | None, as_json: bo
         fail("choose one of --json and --csv")
     run_async(print_history(settings.db.url, host=host, since=since, fmt="json" if as_json else
                             "csv" if as_csv else "table", limit=limit))
+
+
+@main.command()
+@click.option("--script", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Run these commands (one per line) and exit when all jobs have finished.")
+@click.option("--scenario", default="seed", show_default=True,
+              type=click.Choice(["seed", "healthy", "stale-gpu", "port-in-use"]), help="Simulated host scenario.")
+@click.option("--time-scale", default=0.05, show_default=True, type=click.FloatRange(0.001, 1.0),
+              help="How fast simulated loading, restarts and stop timeouts run (1.0 = real time).")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the demo's files (database, simulated host) in this directory.")
+def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | None) -> None:
+    """Run the whole product locally: a simulated GPU host, SQLite and a console chat."""
+    from bot.demo import run_demo
+
+    lines = script.read_text().splitlines() if script else None
+    code = run_async(run_demo(script_lines=lines, scenario=scenario, time_scale=time_scale, keep=keep,
+                              interactive=sys.stdin.isatty()))
+    sys.exit(code)
 
 
 def _safe_url(url: str) -> str:

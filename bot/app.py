@@ -1,0 +1,146 @@
+"""The composition root: builds every part from settings, explicitly, inside one `AsyncExitStack`.
+
+`build_core` wires the database, event bus, audit log, outbox, hosts, job runner, experiment
+pipelines, notifiers, incident watch and the router — the same for Slack, the console demo and the
+tests. Transports (`bot.slack`, `bot.console`) then only feed messages to `core.router.dispatch`
+and deliver the outbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import socket
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.delivery import StoreOutbox
+from bot.settings import Settings
+from handlers.auth import Policy
+from handlers.job_notifier import JobNotifier
+from handlers.router import Domain, Router
+from services.audit import AuditLog
+from services.db import Database
+from services.events import EventBus
+from services.experiments import BenchDefaults, ExperimentPolicy, Experiments
+from services.hosts import HostPool, HostSpec
+from services.jobs import JobRunner
+from services.outbox import OutboxStore
+from services.results import Results
+from services.revisions import Revisions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Core:
+    """Everything a transport needs, built once."""
+
+    settings: Settings
+    db: Database
+    bus: EventBus
+    audit: AuditLog
+    store: OutboxStore
+    outbox: StoreOutbox
+    wake: asyncio.Event
+    hosts: HostPool
+    jobs: JobRunner
+    experiments: Experiments
+    results: Results
+    revisions: Revisions
+    router: Router
+    holder: str
+    incidents: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def host_specs(settings: Settings) -> list[HostSpec]:
+    return [HostSpec(name=h.name, address=h.address, port=h.port, user=h.user, client_key=h.client_key,
+                     known_hosts=h.known_hosts, unit=h.unit, unit_dir=h.unit_dir, server_url=h.server_url,
+                     sudo=h.sudo, tags=tuple(h.tags)) for h in settings.hosts]
+
+
+def policy_of(settings: Settings) -> Policy:
+    p = settings.policy
+    return Policy(roles=dict(p.roles), channel_hosts={k: list(v) for k, v in p.channel_hosts.items()},
+                  confirm=frozenset(p.confirm), commands_per_minute=p.user_commands_per_minute)
+
+
+async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: str, time_scale: float = 1.0,
+                     watch_journals: bool = True, lease_ttl_s: float = 30.0) -> Core:
+    """Build and start everything except the transport itself."""
+    holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    db = Database(settings.db.url, echo=settings.db.echo)
+    stack.push_async_callback(db.close)
+    db.lock_single_process()
+    await db.migrate()
+    bus = EventBus()
+    audit = AuditLog(db)
+    store = OutboxStore(db)
+    wake = asyncio.Event()
+    outbox = StoreOutbox(store, transport=transport, wake=wake)
+    hosts = HostPool.from_specs(host_specs(settings))
+    stack.push_async_callback(hosts.close)
+    revisions, results = Revisions(db), Results(db)
+    p = settings.policy
+    exp_policy = ExperimentPolicy(auto_rollback=p.auto_rollback, kill_stale_automatically=p.kill_stale_automatically,
+                                  ready_timeout_s=p.ready_timeout_s, stop_timeout_s=p.stop_timeout_s,
+                                  sweep_end=p.sweep_end, time_scale=time_scale)
+    b = settings.bench
+    bench = BenchDefaults(concurrency=tuple(b.concurrency), requests_per_level=b.requests_per_level,
+                          warmup=b.warmup, input_len=b.input_len, output_len=b.output_len,
+                          max_duration_s=b.max_duration_s)
+    incidents = None
+    expect_restart = None
+    if watch_journals and settings.hosts:
+        incidents = await _start_incidents(settings, stack, db=db, bus=bus, audit=audit, hosts=hosts,
+                                           outbox=outbox, holder=holder, time_scale=time_scale)
+        expect_restart = getattr(incidents, "expect", None)
+    experiments = Experiments(hosts=hosts, revisions=revisions, results=results, audit=audit, bus=bus,
+                              policy=exp_policy, bench=bench, expect_restart=expect_restart)
+    jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=experiments.pipeline,
+                     lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host)
+    JobNotifier(bus, outbox, results)
+    domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
+                    host_names=hosts.names(), outbox=outbox, incidents=incidents)
+    router = Router(domain, policy_of(settings))
+    core = Core(settings=settings, db=db, bus=bus, audit=audit, store=store, outbox=outbox, wake=wake, hosts=hosts,
+                jobs=jobs, experiments=experiments, results=results, revisions=revisions, router=router,
+                holder=holder, incidents=incidents)
+    if incidents is not None:
+        _wire_auto_rollback(core)
+    await jobs.start()
+    stack.push_async_callback(jobs.stop)
+    return core
+
+
+async def _start_incidents(settings: Settings, stack: AsyncExitStack, **deps: Any) -> Any:
+    """Start the journal watch and incident lifecycle for every host (None when not available)."""
+    try:
+        from bot.incident_wiring import start_incident_watch
+    except ImportError:
+        log.warning("incident watch is not available in this build")
+        return None
+    return await start_incident_watch(settings, stack, **deps)
+
+
+def _wire_auto_rollback(core: Core) -> None:
+    try:
+        from services.incidents import AutoRollbackRequested
+    except ImportError:
+        return
+    from services.audit import AuditActor
+
+    async def on_request(e: Any) -> None:
+        busy = [j for j in await core.jobs.queue(e.host) if j.kind in ("try", "sweep", "rollback")]
+        if busy:
+            return  # the running job rolls back by itself when it fails
+        await core.jobs.submit(kind="rollback", host=e.host, params={"reason": f"incident {e.incident_id}"},
+                               actor=AuditActor("pitcrew", "pitcrew (auto-rollback)", "internal",
+                                                core.settings.slack.alert_channel or "alerts"),
+                               command_text=f"rollback {e.host}", needs_confirmation=False)
+
+    core.bus.subscribe(AutoRollbackRequested, on_request)

@@ -1,0 +1,126 @@
+"""`pitcrew demo`: the whole product locally — a simulated GPU host, SQLite, and a console chat.
+
+Starts a simulated SGLang host (scenario `seed` by default: healthy at 5 steps, and 10 steps
+leads to the field notes' crash loop) in a temporary directory, builds the bot around it exactly
+as `pitcrew serve` does, and opens the console chat. With `--script FILE` (or when stdin is not a
+terminal) it runs the commands in order, waiting for each one's jobs, confirms its own previews,
+and exits when every job has finished and every incident is settled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+
+from bot.app import Core, build_core
+from bot.console import TRANSPORT, ConsoleChat, ConsoleDeliverer, ConsoleView, read_lines
+from bot.delivery import run_delivery
+from bot.settings import load_settings
+
+BANNER = """[bold]pitcrew demo[/bold] — a simulated GPU host running SGLang under systemd ({scenario}), and this chat.
+Try:  [bold]status[/bold]   ·   [bold]try 4 steps[/bold]   ·   [bold]sweep steps 1..5[/bold]   ·   \
+[bold]try 10 steps[/bold] (the field notes' crash loop)   ·   [bold]help[/bold]
+Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave."""
+
+DEMO_BENCH = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 128, "output_len": 64}
+
+
+def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> Any:
+    host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"], "user": info["user"],
+            "client_key": info["client_key"], "known_hosts": info["known_hosts"], "unit": info["unit"],
+            "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
+    return load_settings(None, db={"url": f"sqlite+aiosqlite:///{workdir / 'pitcrew.db'}"}, hosts=[host],
+                         bench=DEMO_BENCH,
+                         policy={"incident_stable_window_s": 120.0, "restart_loop_window_s": 600.0})
+
+
+async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool) -> bool:
+    """Until no job is queued or running, the outbox is drained and (optionally) no incident is open."""
+    t_end = time.monotonic() + timeout_s
+    quiet_since: float | None = None
+    while time.monotonic() < t_end:
+        busy = bool(await core.jobs.queue())
+        if not busy and settle_incidents and core.incidents is not None:
+            busy = bool(await core.incidents.open_incidents(None))
+        if not busy:
+            busy = await core.store.depth(TRANSPORT) > 0
+        if busy:
+            quiet_since = None
+        else:
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since > 1.0:
+                return True
+        await asyncio.sleep(0.2)
+    return False
+
+
+async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale: float, keep: Path | None,
+                   interactive: bool, timeout_s: float = 900.0) -> int:
+    from simhost.host import SimHost
+
+    console = Console(highlight=False)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    with contextlib.ExitStack() as sync_stack:
+        workdir = keep or Path(sync_stack.enter_context(tempfile.TemporaryDirectory(prefix="pitcrew-demo-")))
+        workdir.mkdir(parents=True, exist_ok=True)
+        async with AsyncExitStack() as stack:
+            console.print(f"starting the simulated host ({scenario}, time scale {time_scale}) …", style="dim")
+            sim = await stack.enter_async_context(SimHost(workdir / "sim", scenario=scenario, time_scale=time_scale))
+            settings = demo_settings(workdir, sim.info, time_scale=time_scale)
+            core = await build_core(settings, stack, transport=TRANSPORT, time_scale=time_scale)
+            view = ConsoleView(console)
+            stop = asyncio.Event()
+            delivery = asyncio.create_task(run_delivery(core.store, ConsoleDeliverer(view), holder=core.holder,
+                                                        stop=stop, wake=core.wake, poll_s=0.1))
+            stack.push_async_callback(_stop_task, delivery, stop)
+            chat = ConsoleChat(core.router.dispatch, view)
+            console.print(Panel(BANNER.format(scenario=scenario)))
+            if interactive and script_lines is None:
+                return await _interactive(chat, core, stop)
+            lines = script_lines if script_lines is not None else [ln async for ln in read_lines(stop)]
+            return await _scripted(chat, core, lines, timeout_s=timeout_s)
+    return 0
+
+
+async def _stop_task(task: asyncio.Task[None], stop: asyncio.Event) -> None:
+    stop.set()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await asyncio.wait_for(task, 5)
+
+
+async def _scripted(chat: ConsoleChat, core: Core, lines: list[str], *, timeout_s: float) -> int:
+    t_end = time.monotonic() + timeout_s
+    for line in lines:
+        if line.strip().lower() in ("quit", "exit"):
+            break
+        await chat.say(line, echo=True)
+        pending = await core.jobs.pending_confirmation(chat.user.user_id, chat.channel)
+        if pending is not None:
+            await chat.say(f"yes {pending.id}", echo=True)
+        if not await wait_idle(core, timeout_s=max(t_end - time.monotonic(), 1), settle_incidents=False):
+            chat.view.console.print("demo: timed out waiting for jobs", style="red")
+            return 1
+    settled = await wait_idle(core, timeout_s=max(t_end - time.monotonic(), 1), settle_incidents=True)
+    chat.view.console.print("demo finished." if settled else "demo: incidents still open at the time limit",
+                            style="bold" if settled else "red")
+    return 0 if settled else 1
+
+
+async def _interactive(chat: ConsoleChat, core: Core, stop: asyncio.Event) -> int:
+    chat.view.console.print("> ", end="")
+    async for line in read_lines(stop):
+        if line.strip().lower() in ("quit", "exit"):
+            break
+        await chat.say(line)
+        await asyncio.sleep(0.05)
+        chat.view.console.print("> ", end="")
+    return 0
