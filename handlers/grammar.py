@@ -128,7 +128,7 @@ def _parse_tokens(tokens: list[str]) -> Command:
 
 def _unknown(verb: str, tokens: list[str]) -> UnknownCommand:
     shown = verb[:40]
-    if lookup_flag(verb) is not None or _NUM.fullmatch(verb):
+    if lookup_flag(verb.partition("=")[0]) is not None or _NUM.fullmatch(verb):
         guess = "try " + " ".join(tokens)[:60]
         return UnknownCommand(f"I don't know the command '{shown}'. Did you mean '{guess}'?", suggestion=guess)
     words = [w for w in _VERBS if len(w) > 2]
@@ -283,6 +283,8 @@ def _pairs(args: list[str]) -> list[tuple[FlagDef, str]]:
             i += 2
             continue
         if _NUM.fullmatch(tok) or re.fullmatch(r"[0-9.+-]+", tok):
+            if i + 1 < n and "=" not in args[i + 1] and not re.fullmatch(r"[0-9.+-]+", args[i + 1]):
+                resolve_flag(args[i + 1])  # "10 stpes": raises with a "did you mean"
             raise UserInputError(f"I can't tell which flag '{tok[:40]}' is for. Write it like 'steps {tok[:40]}'.")
         resolve_flag(tok)  # raises with a "did you mean"
         raise UserInputError(f"I couldn't read '{tok[:40]}'.")  # pragma: no cover - resolve_flag raised
@@ -302,9 +304,13 @@ def _changes(pairs: list[tuple[FlagDef, str]]) -> tuple[tuple[str, str], ...]:
 
 # ---- commands ---------------------------------------------------------------------------------
 
+def _split_commas(args: list[str]) -> list[str]:
+    return [part for a in args for part in a.split(",") if part]
+
+
 def _parse_try(args: list[str]) -> Try:
     levels, args = _take_levels(args)
-    host, args = _take_host(args, bool_guard=True)
+    host, args = _take_host(_split_commas(args), bool_guard=True)
     changes = _changes(_pairs(args))
     if not changes:
         raise UserInputError("Say what to try, e.g. 'try 10 steps' or 'try mem=0.85 on gpu-2'.")
@@ -476,7 +482,7 @@ def _parse_again(args: list[str]) -> Again:
         if len(args[0]) > 64:
             raise UserInputError("That value is too long.")
         return Again(value=args[0])
-    return Again(changes=_changes(_pairs(args)))
+    return Again(changes=_changes(_pairs(_split_commas(args))))
 
 
 def _token(args: list[str], word: str) -> str | None:
