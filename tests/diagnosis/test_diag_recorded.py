@@ -112,16 +112,27 @@ def test_xid_needs_the_kernel_log_or_the_gpu_error() -> None:
 
 def test_to_json_shape() -> None:
     js = run("stop_timeout_sigkill_own_stop").to_json()
-    assert list(js) == ["cause", "confidence", "restart_loop", "restarts", "summary", "evidence", "ran_before",
-                        "recommendation"]
+    assert list(js) == [
+        "cause",
+        "confidence",
+        "restart_loop",
+        "restarts",
+        "summary",
+        "evidence",
+        "ran_before",
+        "recommendation",
+    ]
     assert set(js["ran_before"]) == {"accept_len", "gen_throughput_tok_s"}
     assert run("kv_cache_oom_steps10_loop").to_json()["ran_before"] is None
     json.dumps(js)
 
 
 def test_secrets_in_evidence_are_redacted(tmp_path: Path) -> None:
-    lines = (DATA / "engine_exception.jsonl").read_text().replace(
-        "RuntimeError: alloc_req_slots", "RuntimeError: token=hf_abcdefghijklmnopqrstuvwxyz alloc_req_slots")
+    lines = (
+        (DATA / "engine_exception.jsonl")
+        .read_text()
+        .replace("RuntimeError: alloc_req_slots", "RuntimeError: token=hf_abcdefghijklmnopqrstuvwxyz alloc_req_slots")
+    )
     entries = list(iter_entries(lines.encode().splitlines()))
     d = diagnose(entries)
     assert d.cause == "engine_exception"
@@ -129,10 +140,17 @@ def test_secrets_in_evidence_are_redacted(tmp_path: Path) -> None:
 
 
 def test_side_evidence_ignores_unknown_keys_and_bad_items() -> None:
-    side = SideEvidence.from_json({"actions": [{"at": "nope"}, {"at": "2026-03-09T14:00:00Z", "action": "stop"}],
-                                   "nvidia_smi_apps": [{"pid": "x"}, {"pid": "12", "used_memory": "300"}],
-                                   "whatever": 1, "kernel_journal": [{"MESSAGE": "NVRM: Xid (PCI:0000:01:00): 13, x"}]})
-    assert len(side.actions) == 1 and side.nvidia_smi_apps[0].pid == 12 and side.nvidia_smi_apps[0].used_memory_mib == 300
+    side = SideEvidence.from_json(
+        {
+            "actions": [{"at": "nope"}, {"at": "2026-03-09T14:00:00Z", "action": "stop"}],
+            "nvidia_smi_apps": [{"pid": "x"}, {"pid": "12", "used_memory": "300"}],
+            "whatever": 1,
+            "kernel_journal": [{"MESSAGE": "NVRM: Xid (PCI:0000:01:00): 13, x"}],
+        }
+    )
+    assert (
+        len(side.actions) == 1 and side.nvidia_smi_apps[0].pid == 12 and side.nvidia_smi_apps[0].used_memory_mib == 300
+    )
     assert side.kernel_journal[0].transport == "kernel"
 
 
@@ -141,6 +159,7 @@ def test_empty_input_is_unknown() -> None:
 
 
 # --- CLI ------------------------------------------------------------------------------------------
+
 
 def test_cli_human_and_json() -> None:
     runner = CliRunner()
