@@ -28,9 +28,11 @@ from services.events import EventBus
 from services.experiments import BenchDefaults, ExperimentPolicy, Experiments
 from services.hosts import HostPool, HostSpec
 from services.jobs import JobRunner
+from services.leases import Leases
 from services.outbox import OutboxStore
 from services.results import Results
 from services.revisions import Revisions
+from services.schedules import Schedules
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ def policy_of(settings: Settings) -> Policy:
 
 
 async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: str, time_scale: float = 1.0,
-                     watch_journals: bool = True, lease_ttl_s: float = 30.0) -> Core:
+                     watch_journals: bool = True, lease_ttl_s: float = 30.0, start_scheduler: bool = True) -> Core:
     """Build and start everything except the transport itself."""
     holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
     db = Database(settings.db.url, echo=settings.db.echo)
@@ -104,8 +106,9 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=experiments.pipeline,
                      lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host)
     JobNotifier(bus, outbox, results)
+    schedules = Schedules(db, audit)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
-                    host_names=hosts.names(), outbox=outbox, incidents=incidents)
+                    host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules)
     router = Router(domain, policy_of(settings))
     core = Core(settings=settings, db=db, bus=bus, audit=audit, store=store, outbox=outbox, wake=wake, hosts=hosts,
                 jobs=jobs, experiments=experiments, results=results, revisions=revisions, router=router,
@@ -114,6 +117,14 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
         _wire_auto_rollback(core)
     await jobs.start()
     stack.push_async_callback(jobs.stop)
+    if start_scheduler:
+        from bot.scheduler import SchedulerService
+
+        sched = SchedulerService(schedules, Leases(db, ttl_s=60.0), dispatch=router.dispatch, outbox=outbox,
+                                 holder=holder)
+        await sched.start()
+        stack.push_async_callback(sched.stop)
+        core.extras["scheduler"] = sched
     return core
 
 

@@ -314,7 +314,10 @@ async def do_schedule(r: Router, msg: ChatMessage, cmd: Schedule, role: str) -> 
     host = getattr(cmd.command, "host", None)
     if host is not None:
         r.resolve_host(msg, host)
-    sid = await r.domain.schedules.add(cmd.cron, cmd.command_text, _actor(msg))
+    from dataclasses import asdict
+
+    sid = await r.domain.schedules.add(trigger=asdict(cmd.cron), spec=cmd.cron.describe(),
+                                       command_text=cmd.command_text, actor=_actor(msg))
     return Reply(text=f"Schedule {sid}: {cmd.cron.describe()} → `{cmd.command_text}`.")
 
 
