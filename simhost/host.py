@@ -1,0 +1,340 @@
+"""`SimHost`: one simulated GPU host (state dir, supervisor, SSH server, faults) as an async context.
+
+On enter it lays out `DIR` (`etc/systemd/system/sglang.service`, `models/`, `bin/` tools, the
+journal, the GPU ledger), starts the control socket, the supervisor and the SSH server
+(`simhost.ssh.start_ssh_server`), applies the scenario, starts the unit and writes
+`DIR/host.json` (= `.info`). On exit it stops everything: the unit's process group, leftover
+holders and port squatters, the SSH server (no orphan processes). Faults (`await fault(name)` or
+`pitcrew sim fault --dir DIR NAME`): stale-gpu-holder, port-in-use, nccl-timeout, xid, slow-load,
+clear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from simhost import control, gpu, procs, simstate
+from simhost.journal import JournalWriter
+from simhost.scenarios import FAULTS, SCENARIOS, unit_text
+from simhost.supervisor import JobFailed, Supervisor
+from simhost.tools.install import install_tools
+
+UNIT = "sglang.service"
+MODEL = "Qwen3.5-122B-A10B"
+_SLEEPER = ("import ctypes,signal,socket,sys\n"
+            "libc=ctypes.CDLL(None)\nlibc.prctl(15,sys.argv[1].encode()[:15],0,0,0)\n"
+            "libc.prctl(1,9,0,0,0)\n"
+            "s=None\n"
+            "if len(sys.argv)>2:\n"
+            " s=socket.socket();s.bind((sys.argv[2],int(sys.argv[3])));s.listen(16)\n"
+            "print('ready',flush=True)\n"
+            "while True: signal.pause()\n")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class SimHost:
+    def __init__(self, dir: Path | None = None, *, scenario: str = "healthy", time_scale: float = 0.01,
+                 gpus: int = 4, gpu_memory_mib: int = gpu.DEFAULT_MEMORY_MIB, ssh_port: int = 0,
+                 name: str = "sim-gpu-1", ssh: bool = True) -> None:
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
+        self._given_dir = dir
+        self.scenario = scenario
+        self.time_scale = time_scale
+        self.gpus = gpus
+        self.gpu_memory_mib = gpu_memory_mib
+        self.ssh_port = ssh_port
+        self.name = name
+        self._want_ssh = ssh
+        self.root = Path(".")
+        self.info: dict[str, Any] = {}
+        self.supervisor: Supervisor | None = None
+        self._journal: JournalWriter | None = None
+        self._control: asyncio.AbstractServer | None = None
+        self._ssh: Any = None
+        self._owned_dir = False
+        self._sleepers: list[subprocess.Popen[bytes]] = []
+        self._stale_armed = False
+        self.server_port = 0
+
+    @property
+    def unit_dir(self) -> Path:
+        return self.root / "etc" / "systemd" / "system"
+
+    @property
+    def unit_path(self) -> Path:
+        return self.unit_dir / UNIT
+
+    @property
+    def server_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}"
+
+    @property
+    def service_env(self) -> dict[str, str]:
+        return {"SIMHOST_DIR": str(self.root), "SIMHOST_TIME_SCALE": repr(self.time_scale),
+                "PATH": f"{self.root / 'bin'}:{os.environ.get('PATH', os.defpath)}",
+                "HOME": str(self.root), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    async def __aenter__(self) -> SimHost:
+        self.root = await asyncio.to_thread(self._make_root)
+        try:
+            await self._enter()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _enter(self) -> None:
+        await asyncio.to_thread(self._layout)
+        root = self.root
+        self._journal = JournalWriter(root, hostname=self.name)
+        self.supervisor = Supervisor(root, self._journal, self.unit_path, time_scale=self.time_scale,
+                                     service_env=self.service_env, python=_venv_python())
+        self.supervisor.on_exit.append(self._on_server_exit)
+        self._control = await control.serve(root, self._handle)
+        ssh_host, ssh_port, user, client_key, known_hosts = "127.0.0.1", 0, "pitcrew", "", ""
+        if self._want_ssh:
+            from simhost.ssh import start_ssh_server
+
+            self._ssh = await start_ssh_server(root, env={"SIMHOST_DIR": str(root), "LANG": "C.UTF-8"},
+                                               path_prefix=[root / "bin"], port=self.ssh_port)
+            ssh_host, ssh_port, user = self._ssh.host, self._ssh.port, self._ssh.user
+            client_key, known_hosts = str(self._ssh.client_key), str(self._ssh.known_hosts)
+        for fault in SCENARIOS[self.scenario]["faults"]:
+            await self.fault(fault)
+        if SCENARIOS[self.scenario]["start"]:
+            await self.supervisor.start()
+        self.info = {"name": self.name, "ssh_host": ssh_host, "ssh_port": ssh_port, "user": user,
+                     "client_key": client_key, "known_hosts": known_hosts, "unit": UNIT,
+                     "unit_dir": str(self.unit_dir), "server_url": self.server_url}
+        _write_json(root / "host.json", {**self.info, "server_port": self.server_port})
+
+    def _make_root(self) -> Path:
+        if self._given_dir is None:
+            self._owned_dir = True
+            return Path(tempfile.mkdtemp(prefix="simhost-")).resolve()
+        root = Path(self._given_dir).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    def _layout(self) -> None:
+        root = self.root
+        old = _read_json(root / "host.json")
+        self.server_port = int(old.get("server_port") or 0) or free_port()
+        self.unit_dir.mkdir(parents=True, exist_ok=True)
+        model_dir = root / "models" / MODEL
+        model_dir.mkdir(parents=True, exist_ok=True)
+        (model_dir / "config.json").write_text(json.dumps({"architectures": ["Qwen3_5MoeForCausalLM"],
+                                                          "model_type": "qwen3_5_moe"}))
+        if not self.unit_path.exists() or not old:
+            self.unit_path.write_text(unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port))
+        install_tools(root / "bin")
+        gpu.write_shape(root, self.gpus, self.gpu_memory_mib)
+        simstate.update(root, residual_gib=0.0, slow_load=False)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.supervisor is not None:
+            await self.supervisor.close()
+        self._kill_sleepers()
+        if self._ssh is not None:
+            with contextlib.suppress(Exception):
+                await self._ssh.close()
+        if self._control is not None:
+            self._control.close()
+            with contextlib.suppress(Exception):
+                await self._control.wait_closed()
+        if self._journal is not None:
+            self._journal.close()
+        if self._owned_dir:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # ---- readiness helper for tests and the demo ---------------------------------------------------
+    async def wait_ready(self, within: float = 30.0) -> None:
+        """Until `/health` answers 200 (raises TimeoutError)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while loop.time() < deadline:
+            if await _health(self.server_port):
+                return
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"{self.name}: server not ready after {within:.0f}s")
+
+    # ---- faults ------------------------------------------------------------------------------------
+    async def fault(self, name: str) -> str:
+        if name not in FAULTS:
+            raise ValueError(f"unknown fault {name!r} (one of {', '.join(FAULTS)})")
+        sup = self.supervisor
+        assert sup is not None
+        if name == "stale-gpu-holder":
+            self._stale_armed = True
+            if not sup.main_pid:
+                self._spawn_stale({i: gpu.DEFAULT_MEMORY_MIB * 0 + 94312 for i in range(self.gpus)})
+            return "armed: the next server that dies leaves its GPU memory held"
+        if name == "port-in-use":
+            self._spawn_sleeper("python3", "127.0.0.1", self.server_port)
+            return f"port {self.server_port} is now held by another process"
+        if name == "slow-load":
+            simstate.update(self.root, slow_load=True)
+            return "weight loading is 3x slower from the next start"
+        if name == "nccl-timeout":
+            if sup.main_pid:
+                procs.kill(sup.main_pid, signal.SIGUSR1)
+                return "NCCL watchdog timeout injected"
+            return "no server running"
+        if name == "xid":
+            lost = self.gpus - 1
+            from simhost.tools.nvidia_smi import bus_id
+
+            pci = bus_id(lost)[4:-2].lower()
+            assert self._journal is not None
+            self._journal.append({"_TRANSPORT": "kernel", "SYSLOG_IDENTIFIER": "kernel", "SYSLOG_FACILITY": 0,
+                                  "PRIORITY": 4, "_SOURCE_MONOTONIC_TIMESTAMP": 0,
+                                  "MESSAGE": f"NVRM: Xid (PCI:{pci}): 79, pid='<unknown>', name=<unknown>, "
+                                             "GPU has fallen off the bus."})
+            shape = gpu.read_shape(self.root)
+            gpu.write_shape(self.root, self.gpus, self.gpu_memory_mib)
+            _write_json(gpu.gpu_dir(self.root) / "gpus.json", {**shape, "lost": [lost]})
+            if sup.main_pid:
+                procs.kill(sup.main_pid, signal.SIGUSR2)
+            return f"Xid 79 on GPU {lost}"
+        # clear
+        self._stale_armed = False
+        self._kill_sleepers()
+        gpu.write_shape(self.root, self.gpus, self.gpu_memory_mib)
+        simstate.update(self.root, residual_gib=0.0, slow_load=False)
+        return "all faults cleared"
+
+    def _spawn_sleeper(self, comm: str, *bind: object) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, "-S", "-c", _SLEEPER, comm, *map(str, bind)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        self._sleepers.append(proc)
+        return proc
+
+    def _spawn_stale(self, mib: dict[int, int], names: dict[int, str] | None = None) -> None:
+        for i, amount in mib.items():
+            name = (names or {}).get(i, f"sglang::scheduler_TP{i}")
+            proc = self._spawn_sleeper(name)
+            gpu.hold(self.root, proc.pid, name, {i: amount}, {i: 0})
+
+    def _on_server_exit(self, invocation: str, pid: int) -> None:
+        records = gpu.records_of_invocation(self.root, invocation)
+        if self._stale_armed and records:
+            self._stale_armed = False
+            mib: dict[int, int] = {}
+            names: dict[int, str] = {}
+            for rec in records:
+                for k, v in dict(rec.get("mib", {})).items():  # type: ignore[call-overload]
+                    mib[int(k)] = int(v)
+                    names[int(k)] = str(rec.get("name"))
+            self._spawn_stale(mib, names)
+        for rec in records:
+            with contextlib.suppress(OSError):
+                Path(str(rec["_path"])).unlink()
+
+    def _kill_sleepers(self) -> None:
+        for proc in self._sleepers:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=2)
+            gpu.release(self.root, proc.pid)
+        self._sleepers.clear()
+
+    # ---- control requests --------------------------------------------------------------------------
+    async def _handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        sup = self.supervisor
+        assert sup is not None
+        op = req.get("op")
+        unit = req.get("unit") or UNIT
+        if op == "fault":
+            return {"ok": True, "message": await self.fault(str(req.get("name")))}
+        if op == "daemon-reload":
+            await sup.daemon_reload()
+            return {"ok": True}
+        if unit != UNIT:
+            if op in ("show", "status"):
+                return {"ok": True, "props": {"Id": unit, "LoadState": "not-found", "ActiveState": "inactive",
+                                              "SubState": "dead", "Result": "success", "MainPID": "0"}}
+            return {"ok": False, "result": "not-found"}
+        changed = sup.need_daemon_reload()
+        if op in ("show", "status"):
+            answer: dict[str, Any] = {"ok": True, "props": sup.properties(), "changed": changed}
+            if op == "status":
+                pids = procs.group_members(sup.main_pid) if sup.main_pid else []
+                answer.update(pids=[(p, _cmdline(p)) for p in pids], main_comm=procs.comm(sup.main_pid),
+                              since=sup.stamps.get("StateChangeTimestamp", 0.0),
+                              exec=" ".join(sup.unit.exec_start))
+            return answer
+        jobs = {"start": sup.start, "stop": sup.stop, "restart": sup.restart, "reset-failed": sup.reset_failed}
+        if op not in jobs:
+            return {"ok": False, "error": f"unknown operation {op}"}
+        if req.get("no_block"):
+            task = asyncio.create_task(jobs[op]())
+            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+            return {"ok": True, "changed": changed}
+        try:
+            await jobs[op]()
+        except JobFailed as exc:
+            return {"ok": False, "result": exc.result, "changed": changed}
+        return {"ok": True, "changed": changed}
+
+
+def _venv_python() -> str:
+    candidate = Path(sys.executable).with_name("python3")
+    return str(candidate if candidate.exists() else Path(sys.executable))
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "?"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+async def _health(port: int) -> bool:
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 1.0)
+    except (TimeoutError, OSError):
+        return False
+    try:
+        writer.write(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        line = await asyncio.wait_for(reader.readline(), 2.0)
+        return b" 200 " in line
+    except (TimeoutError, OSError):
+        return False
+    finally:
+        writer.close()

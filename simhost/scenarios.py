@@ -1,0 +1,50 @@
+"""Scenarios (`--scenario`) and fault names of the simulated host, and the unit file it starts with.
+
+* `healthy`: steps 3, serving.
+* `seed`: the field notes' story: serving at steps 5; deploy steps 10 (edit ExecStart,
+  daemon-reload, restart) and it loads and serves C=1 at 270-293 tok/s, dies of CUDA OOM as soon
+  as two requests decode together, and from then on every restart dies in start-up with
+  `Not enough memory` (restart loop); restoring steps 5 recovers.
+* `stale-gpu`: a leftover process holds most of every GPU's memory; each start dies of torch's
+  CUDA OOM naming it (restart loop) until it is killed or `clear`ed.
+* `port-in-use`: another process listens on the server port; each start loads, fails to bind
+  and is killed after the warm-up wait (restart loop).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+FAULTS = ("stale-gpu-holder", "port-in-use", "nccl-timeout", "xid", "slow-load", "clear")
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "healthy": {"steps": 3, "faults": [], "start": True},
+    "seed": {"steps": 5, "faults": [], "start": True},
+    "stale-gpu": {"steps": 3, "faults": ["stale-gpu-holder"], "start": True},
+    "port-in-use": {"steps": 3, "faults": ["port-in-use"], "start": True},
+}
+
+
+def unit_text(steps: int, model_dir: Path, port: int) -> str:
+    return (
+        "[Unit]\n"
+        "Description=SGLang server (Qwen3.5-122B-A10B)\n"
+        "After=network-online.target\n"
+        "Wants=network-online.target\n"
+        "\n"
+        "[Service]\n"
+        "Type=simple\n"
+        "Environment=CUDA_VISIBLE_DEVICES=0,1,2,3\n"
+        f"ExecStart=/usr/bin/python3 -m sglang.launch_server --model-path {model_dir} "
+        "--served-model-name qwen3.5-122b-a10b --tp-size 4 --trust-remote-code "
+        f"--speculative-algorithm EAGLE --speculative-num-steps {steps} --speculative-eagle-topk 1 "
+        f"--speculative-num-draft-tokens {steps + 1} --mem-fraction-static 0.88 "
+        f"--host 127.0.0.1 --port {port} --enable-metrics\n"
+        "Restart=always\n"
+        "RestartSec=5\n"
+        "TimeoutStopSec=60\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )

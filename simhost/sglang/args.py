@@ -1,0 +1,177 @@
+"""SGLang 0.5.9's command line for the fake server: flag names, defaults and adjustments.
+
+A subset of `ServerArgs.add_cli_args` (the flags a unit for this model uses, plus the common ones)
+with real CPython argparse, `prog="launch_server.py"` (what `python3 -m sglang.launch_server`
+shows), so a bad flag or value fails with argparse's own text and exit status 2. Then
+`ServerArgs.__post_init__`'s speculative adjustments (`sglang/srt/server_args.py` 0.5.9
+`_handle_speculative_decoding`) with their bare warning lines (printed before logging is set up).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+SPEC_ALGOS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
+AUTO_MEM_FRACTION = 0.86
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="launch_server.py")
+    a = p.add_argument
+    a("--model-path", "--model", type=str, required=True, dest="model_path")
+    a("--tokenizer-path", type=str, default=None)
+    a("--tokenizer-mode", type=str, default="auto", choices=["auto", "slow"])
+    a("--load-format", type=str, default="auto")
+    a("--trust-remote-code", action="store_true")
+    a("--context-length", type=int, default=None)
+    a("--revision", type=str, default=None)
+    a("--served-model-name", type=str, default=None)
+    a("--chat-template", type=str, default=None)
+    a("--host", type=str, default="127.0.0.1")
+    a("--port", type=int, default=30000)
+    a("--dtype", type=str, default="auto", choices=["auto", "half", "float16", "bfloat16", "float", "float32"])
+    a("--quantization", type=str, default=None)
+    a("--kv-cache-dtype", type=str, default="auto")
+    a("--mem-fraction-static", type=float, default=None)
+    a("--max-running-requests", type=int, default=None)
+    a("--max-total-tokens", type=int, default=None)
+    a("--chunked-prefill-size", type=int, default=None)
+    a("--max-prefill-tokens", type=int, default=16384)
+    a("--schedule-policy", type=str, default="fcfs", choices=["lpm", "random", "fcfs", "dfs-weight", "lof"])
+    a("--schedule-conservativeness", type=float, default=1.0)
+    a("--page-size", type=int, default=1)
+    a("--tensor-parallel-size", "--tp-size", type=int, default=1, dest="tp_size")
+    a("--data-parallel-size", "--dp-size", type=int, default=1, dest="dp_size")
+    a("--expert-parallel-size", "--ep-size", "--ep", type=int, default=1, dest="ep_size")
+    a("--pipeline-parallel-size", "--pp-size", type=int, default=1, dest="pp_size")
+    a("--stream-interval", type=int, default=1)
+    a("--random-seed", type=int, default=None)
+    a("--watchdog-timeout", type=float, default=300)
+    a("--log-level", type=str, default="info")
+    a("--log-level-http", type=str, default=None)
+    a("--log-requests", action="store_true")
+    a("--decode-log-interval", type=int, default=40)
+    a("--enable-metrics", action="store_true")
+    a("--api-key", type=str, default=None)
+    a("--speculative-algorithm", type=str, choices=SPEC_ALGOS, default=None)
+    a("--speculative-draft-model-path", "--speculative-draft-model", type=str, default=None,
+      dest="speculative_draft_model_path")
+    a("--speculative-num-steps", type=int, default=None)
+    a("--speculative-eagle-topk", type=int, default=None)
+    a("--speculative-num-draft-tokens", type=int, default=None)
+    a("--speculative-accept-threshold-single", type=float, default=1.0)
+    a("--speculative-accept-threshold-acc", type=float, default=1.0)
+    a("--attention-backend", type=str, default=None)
+    a("--sampling-backend", type=str, default=None)
+    a("--moe-runner-backend", type=str, default="auto")
+    a("--cuda-graph-max-bs", type=int, default=None)
+    a("--disable-cuda-graph", action="store_true")
+    a("--disable-radix-cache", action="store_true")
+    a("--disable-overlap-schedule", action="store_true")
+    a("--enable-torch-compile", action="store_true")
+    a("--enable-mixed-chunk", action="store_true")
+    a("--enable-cache-report", action="store_true")
+    a("--skip-server-warmup", action="store_true")
+    a("--reasoning-parser", type=str, default=None)
+    a("--tool-call-parser", type=str, default=None)
+    a("--mamba-ssm-dtype", type=str, default="float32")
+    a("--json-model-override-args", type=str, default="{}")
+    a("--nnodes", type=int, default=1)
+    a("--node-rank", type=int, default=0)
+    a("--dist-init-addr", type=str, default=None)
+    a("--model-loader-extra-config", type=str, default="{}")
+    return p
+
+
+@dataclass
+class Adjusted:
+    """The arguments after `__post_init__`, and the bare warnings it printed (in order)."""
+
+    ns: argparse.Namespace
+    warnings: list[str]
+
+    @property
+    def spec(self) -> bool:
+        return self.ns.speculative_algorithm is not None
+
+    @property
+    def steps(self) -> int:
+        return int(self.ns.speculative_num_steps or 0) if self.spec else 0
+
+    @property
+    def draft_tokens(self) -> int:
+        return int(self.ns.speculative_num_draft_tokens or 1) if self.spec else 1
+
+
+def adjust(ns: argparse.Namespace) -> Adjusted:
+    warnings: list[str] = []
+    if ns.served_model_name is None:
+        ns.served_model_name = ns.model_path
+    if ns.tokenizer_path is None:
+        ns.tokenizer_path = ns.model_path
+    if ns.mem_fraction_static is None:
+        ns.mem_fraction_static = AUTO_MEM_FRACTION
+    if ns.chunked_prefill_size is None:
+        ns.chunked_prefill_size = 16384
+    if ns.speculative_algorithm is not None:
+        if ns.max_running_requests is None:
+            ns.max_running_requests = 48
+            warnings.append("Max running requests is reset to 48 for speculative decoding. You can override this "
+                            "by explicitly setting --max-running-requests.")
+        ns.disable_overlap_schedule = True
+        warnings.append("Overlap scheduler is disabled when spec v2 is off or using unsupported speculative "
+                        "algorithm. You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental "
+                        "overlap scheduler. ")
+        if ns.speculative_num_steps is None:
+            ns.speculative_num_steps = 3
+        if ns.speculative_eagle_topk is None:
+            ns.speculative_eagle_topk = 1
+        if ns.speculative_num_draft_tokens is None:
+            ns.speculative_num_draft_tokens = ns.speculative_num_steps + 1
+        if ns.speculative_eagle_topk == 1 and ns.speculative_num_draft_tokens != ns.speculative_num_steps + 1:
+            warnings.append("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
+                            "speculative_eagle_topk == 1")
+            ns.speculative_num_draft_tokens = ns.speculative_num_steps + 1
+    return Adjusted(ns=ns, warnings=warnings)
+
+
+def server_args_repr(ns: argparse.Namespace) -> str:
+    """`server_args=ServerArgs(...)` as `logger.info(f"{server_args=}")` prints it (one long line)."""
+    fields = dict(vars(ns))
+    extra = {"skip_tokenizer_init": False, "modelopt_quant": None, "enable_fp32_lm_head": False,
+             "device": "cuda", "tp_size": ns.tp_size, "gpu_id_step": 1, "base_gpu_id": 0,
+             "enable_dp_attention": False, "enable_dp_lm_head": False, "max_queued_requests": None,
+             "sleep_on_idle": False, "show_time_cost": False, "crash_dump_folder": None,
+             "bucket_time_to_first_token": None, "bucket_inter_token_latency": None,
+             "bucket_e2e_request_latency": None, "collect_tokens_histogram": False,
+             "prompt_tokens_buckets": None, "generation_tokens_buckets": None, "gc_warning_threshold_secs": 0.0,
+             "enable_request_time_stats_logging": False, "kv_events_config": None, "enable_trace": False,
+             "file_storage_path": "sglang_storage", "enable_cache_report": False, "reasoning_parser": None,
+             "lora_paths": None, "max_loras_per_batch": 8, "lora_backend": "triton", "grammar_backend": "xgrammar",
+             "mm_attention_backend": None, "speculative_token_map": None, "speculative_attention_mode": "prefill",
+             "ep_num_redundant_experts": 0, "ep_dispatch_algorithm": "static", "init_expert_location": "trivial",
+             "enable_eplb": False, "eplb_algorithm": "auto", "eplb_rebalance_num_iterations": 1000,
+             "expert_distribution_recorder_mode": None, "enable_hierarchical_cache": False,
+             "hicache_ratio": 2.0, "hicache_size": 0, "hicache_write_policy": "write_through",
+             "hicache_io_backend": "kernel", "hicache_mem_layout": "layer_first", "hicache_storage_backend": None,
+             "cpu_offload_gb": 0, "offload_group_size": -1, "offload_num_in_group": 1,
+             "offload_prefetch_step": 1, "offload_mode": "cpu", "disable_chunked_prefix_cache": False,
+             "disable_custom_all_reduce": False, "enable_mscclpp": False, "enable_nan_detection": False,
+             "enable_p2p_check": False, "triton_attention_reduce_in_fp32": False,
+             "triton_attention_num_kv_splits": 8, "num_continuous_decode_steps": 1,
+             "delete_ckpt_after_loading": False, "enable_memory_saver": False, "allow_auto_truncate": False,
+             "enable_custom_logit_processor": False, "flashinfer_mla_disable_ragged": False,
+             "disable_shared_experts_fusion": False, "disable_chunked_prefix_cache_": False,
+             "disable_fast_image_processor": False, "enable_return_hidden_states": False,
+             "scheduler_recv_interval": 1, "numa_node": None, "debug_tensor_dump_output_folder": None,
+             "debug_tensor_dump_input_file": None, "debug_tensor_dump_inject": False,
+             "disaggregation_mode": "null", "disaggregation_transfer_backend": "mooncake",
+             "disaggregation_bootstrap_port": 8998, "disaggregation_decode_tp": None,
+             "disaggregation_decode_dp": None, "disaggregation_prefill_pp": 1, "disaggregation_ib_device": None,
+             "num_reserved_decode_tokens": 512, "pdlb_url": None, "custom_weight_loader": [],
+             "weight_loader_disable_mmap": False, "enable_pdmux": False, "sm_group_num": 3}
+    for key, value in extra.items():
+        fields.setdefault(key, value)
+    body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+    return f"server_args=ServerArgs({body})"

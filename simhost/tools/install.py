@@ -1,0 +1,36 @@
+"""Writes the sim's tool executables into `DIR/bin` (first on PATH in every SSH session)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = {"systemctl": "simhost.tools.systemctl", "journalctl": "simhost.tools.journalctl",
+         "nvidia-smi": "simhost.tools.nvidia_smi"}
+
+
+def install_tools(bin_dir: Path, python: str | None = None) -> Path:
+    python = python or sys.executable
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, module in TOOLS.items():
+        script = (f"#!{python} -S\n"
+                  f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+                  f"from {module} import main\nsys.exit(main(sys.argv[1:]))\n")
+        _write_exec(bin_dir / name, script)
+    # sudo runs the command as is (the sim has one user); options before the command are skipped.
+    _write_exec(bin_dir / "sudo", "#!/bin/bash\n"
+                "while [[ $# -gt 0 && $1 == -* ]]; do\n"
+                "  case $1 in -u|-g|-C|-p|-h|-U|-r|-t|-D) shift 2 ;; --) shift; break ;; *) shift ;; esac\n"
+                "done\n"
+                "if [[ $# -eq 0 ]]; then echo 'usage: sudo [-AbEHnPS] [-u user] command' >&2; exit 1; fi\n"
+                "exec \"$@\"\n")
+    return bin_dir
+
+
+def _write_exec(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)

@@ -1,0 +1,223 @@
+"""The sim's `systemctl` (systemd 252 wording): start, stop, restart, daemon-reload, reset-failed,
+is-active, is-failed, status, cat, show (`-p`/`--property`, `--value`).
+
+Talks to the supervisor over the control socket; `status` also reads the journal file. Exit codes
+as systemctl's: 0 ok, 1 job failed, 3 not active (is-active/status), 4 no such unit (status),
+5 unit not found (start...).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from simhost import control
+from simhost.journal import iter_all, journal_path, short_line, unit_matches
+
+CHANGED = ("Warning: The unit file, source configuration file or drop-ins of {u} changed on disk. "
+           "Run 'systemctl daemon-reload' to reload units.")
+USAGE = "systemctl [OPTIONS...] COMMAND ..."
+
+
+def _unit_name(name: str) -> str:
+    return name if "." in name else f"{name}.service"
+
+
+def _parse(argv: list[str]) -> tuple[list[str], dict[str, object]]:
+    opts: dict[str, object] = {"props": [], "value": False, "no_block": False, "quiet": False, "lines": 10}
+    args: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-p", "--property"):
+            opts["props"] += next(it, "").split(",")  # type: ignore[operator]
+        elif arg.startswith("--property="):
+            opts["props"] += arg.split("=", 1)[1].split(",")  # type: ignore[operator]
+        elif arg.startswith("-p") and len(arg) > 2:
+            opts["props"] += arg[2:].split(",")  # type: ignore[operator]
+        elif arg == "--value":
+            opts["value"] = True
+        elif arg == "--no-block":
+            opts["no_block"] = True
+        elif arg in ("-q", "--quiet"):
+            opts["quiet"] = True
+        elif arg in ("-n", "--lines"):
+            opts["lines"] = int(next(it, "10"))
+        elif arg.startswith("--lines="):
+            opts["lines"] = int(arg.split("=", 1)[1])
+        elif arg.startswith("-") and arg != "-":
+            continue  # --no-pager, --system, -l, --full, --no-legend, --plain...: no effect here
+        else:
+            args.append(arg)
+    return args, opts
+
+
+def _root() -> Path:
+    root = os.environ.get("SIMHOST_DIR")
+    if not root:
+        print("System has not been booted with systemd as init system (PID 1). Can't operate.", file=sys.stderr)
+        print("Failed to connect to bus: Host is down", file=sys.stderr)
+        raise SystemExit(1)
+    return Path(root)
+
+
+def _ask(root: Path, payload: dict[str, object]) -> dict[str, object]:
+    try:
+        return control.request(root, payload)
+    except (ConnectionError, OSError):
+        print("Failed to connect to bus: No such file or directory", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def main(argv: list[str]) -> int:
+    args, opts = _parse(argv)
+    if not args:
+        print(f"{USAGE}\nToo few arguments.", file=sys.stderr)
+        return 1
+    verb, units = args[0], [_unit_name(u) for u in args[1:]]
+    root = _root()
+    if verb == "daemon-reload":
+        _ask(root, {"op": "daemon-reload"})
+        return 0
+    if verb in ("start", "stop", "restart", "reset-failed", "try-restart", "reload-or-restart"):
+        if not units:
+            print("Too few arguments.", file=sys.stderr)
+            return 1
+        code = 0
+        for unit in units:
+            op = {"try-restart": "restart", "reload-or-restart": "restart"}.get(verb, verb)
+            answer = _ask(root, {"op": op, "unit": unit, "no_block": opts["no_block"]})
+            code = max(code, _report_job(verb, unit, answer))
+        return code
+    if verb in ("is-active", "is-failed"):
+        code = 3 if verb == "is-active" else 1
+        for unit in units or [""]:
+            props = dict(_ask(root, {"op": "show", "unit": unit}).get("props") or {})  # type: ignore[call-overload]
+            state = props.get("ActiveState", "inactive")
+            if not opts["quiet"]:
+                print(state)
+            if (verb == "is-active" and state in ("active", "reloading")) or (
+                    verb == "is-failed" and state == "failed"):
+                code = 0
+        return code
+    if verb == "show":
+        return _show(root, units, opts)
+    if verb == "cat":
+        return _cat(root, units)
+    if verb == "status":
+        return _status(root, units, opts)
+    print(f"Unknown command verb {verb}.", file=sys.stderr)
+    return 1
+
+
+def _report_job(verb: str, unit: str, answer: dict[str, object]) -> int:
+    if answer.get("changed"):
+        print(CHANGED.format(u=unit), file=sys.stderr)
+    if answer.get("ok"):
+        return 0
+    result = answer.get("result", "")
+    if result == "not-found":
+        print(f"Failed to {verb} {unit}: Unit {unit} not found.", file=sys.stderr)
+        return 5
+    if result == "bad-setting":
+        print(f"Failed to {verb} {unit}: Unit {unit} has a bad unit file setting.\n"
+              f"See system logs and 'systemctl status {unit}' for details.", file=sys.stderr)
+        return 1
+    if result == "start-limit-hit":
+        print(f"Job for {unit} failed because start of the service was attempted too often.\n"
+              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.\n"
+              f"To force a start use \"systemctl reset-failed {unit}\"\n"
+              f"followed by \"systemctl start {unit}\" again.", file=sys.stderr)
+        return 1
+    print(f"Failed to {verb} {unit}: {answer.get('error', result)}", file=sys.stderr)
+    return 1
+
+
+def _show(root: Path, units: list[str], opts: dict[str, object]) -> int:
+    wanted = [p for p in opts["props"] if p]  # type: ignore[attr-defined]
+    for index, unit in enumerate(units or [""]):
+        props: dict[str, str] = dict(_ask(root, {"op": "show", "unit": unit}).get("props") or {})  # type: ignore[call-overload]
+        if index:
+            print()
+        for key, value in props.items():
+            if wanted and key not in wanted:
+                continue
+            if not wanted and value == "" and key.endswith("Timestamp"):
+                continue
+            print(value if opts["value"] else f"{key}={value}")
+    return 0
+
+
+def _cat(root: Path, units: list[str]) -> int:
+    code = 0
+    for unit in units:
+        answer = _ask(root, {"op": "show", "unit": unit})
+        props: dict[str, str] = dict(answer.get("props") or {})  # type: ignore[call-overload]
+        path = props.get("FragmentPath", "")
+        if answer.get("changed"):
+            print(CHANGED.format(u=unit), file=sys.stderr)
+        try:
+            text = Path(path).read_text()
+        except OSError:
+            print(f"No files found for {unit}.", file=sys.stderr)
+            code = 1
+            continue
+        print(f"# {path}")
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return code
+
+
+def _ago(then: float) -> str:
+    from simhost.unitfile import SEC, format_timespan
+
+    return format_timespan(int(max(0.0, time.time() - then) * 1e6) // SEC * SEC, SEC) + " ago"
+
+
+def _status(root: Path, units: list[str], opts: dict[str, object]) -> int:
+    unit = units[0] if units else ""
+    answer = _ask(root, {"op": "status", "unit": unit})
+    props: dict[str, str] = dict(answer.get("props") or {})  # type: ignore[call-overload]
+    if props.get("LoadState") == "not-found":
+        print(f"Unit {unit} could not be found.", file=sys.stderr)
+        return 4
+    if answer.get("changed"):
+        print(CHANGED.format(u=unit), file=sys.stderr)
+    active, sub, result = props["ActiveState"], props["SubState"], props["Result"]
+    dot = {"active": "●", "failed": "×", "activating": "●", "deactivating": "●"}.get(active, "○")
+    desc = props.get("Description", unit)
+    print(f"{dot} {unit} - {desc}" if desc != unit else f"{dot} {unit}")
+    print(f"     Loaded: {props['LoadState']} ({props['FragmentPath']}; enabled; preset: enabled)")
+    state = f"{active} ({sub})"
+    if result != "success" and active in ("failed", "activating"):
+        state += f" (Result: {result})"
+    since = float(answer.get("since") or 0)  # type: ignore[arg-type]
+    if since:
+        stamp = time.strftime("%a %Y-%m-%d %H:%M:%S %Z", time.localtime(since))
+        state += f" since {stamp}; {_ago(since)}"
+    print(f"     Active: {state}")
+    pids = list(answer.get("pids") or [])  # type: ignore[call-overload]
+    main_pid = props.get("MainPID", "0")
+    if main_pid != "0":
+        print(f"   Main PID: {main_pid} ({answer.get('main_comm', 'python3')})")
+    elif props.get("ExecMainPID", "0") != "0":
+        code = {"1": "exited", "2": "killed", "3": "dumped"}.get(props["ExecMainCode"], "exited")
+        from simhost.sdmsg import status_text
+
+        status = status_text(code, int(props["ExecMainStatus"]))
+        print(f"    Process: {props['ExecMainPID']} ExecStart={answer.get('exec', '')} (code={code}, "
+              f"status={status})")
+        print(f"   Main PID: {props['ExecMainPID']} (code={code}, status={status})")
+    if pids:
+        print(f"      Tasks: {len(pids)} (limit: 1237826)")
+        print(f"     CGroup: /system.slice/{unit}")
+        for i, (pid, cmd) in enumerate(pids):
+            branch = "└─" if i == len(pids) - 1 else "├─"
+            print(f"             {branch}{pid} {cmd}")
+    entries = [e for e in iter_all(journal_path(root)) if unit_matches(e, unit)]
+    lines = int(opts["lines"])  # type: ignore[call-overload]
+    if lines > 0 and entries:
+        print()
+        for entry in entries[-lines:]:
+            print(short_line(entry))
+    return 0 if active == "active" else 3
