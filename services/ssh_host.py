@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import posixpath
 import secrets
 import signal
 import time
@@ -61,6 +62,7 @@ _WATCHDOG = (
     'exec 3<&-; wait "$c"; s=$?; kill "$w" 2>/dev/null; exit "$s"'
 )
 _END_WAIT_S = 2.0
+_TIMEOUT_END_WAIT_S = 0.5  # past a deadline, wait only this long for the channel to close
 _CONNECTION_ERRORS = (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError, ConnectionError)
 
 
@@ -217,30 +219,58 @@ class SshHost:
             self._conn = None
         conn.abort()
 
-    async def _open(self, opener: Callable[[asyncssh.SSHClientConnection], Awaitable[T]]) -> T:
+    async def _open(
+        self,
+        opener: Callable[[asyncssh.SSHClientConnection], Awaitable[T]],
+        deadline: float | None = None,
+        what: str = "the command",
+    ) -> T:
         """Open a channel with ``opener``, reconnecting once if the connection was dropped.
 
         A channel refused on a live connection (OpenSSH's ``MaxSessions`` reached for a moment:
         sshd frees a session slot a little after the client sees the channel close) is retried
-        with a short backoff until the connect timeout.
+        with a short backoff until the connect timeout. Past the caller's ``deadline`` (monotonic
+        time) it raises `HostTimeout`: nothing was started.
         """
         reconnected = False
         delay = 0.01
-        deadline = time.monotonic() + self._connect_timeout
+
+        def budget(limit: float) -> float:
+            end = limit if deadline is None else min(limit, deadline)
+            return end - time.monotonic()
+
+        def not_started() -> HostTimeout:
+            return HostTimeout(
+                f"{what.capitalize()} could not start on {self._label()} before its deadline "
+                "(the host did not answer in time); nothing ran.",
+                host=self._spec.name,
+            )
+
         while True:
-            conn = await self._connection()
+            open_limit = time.monotonic() + self._connect_timeout
             try:
-                return await asyncio.wait_for(opener(conn), max(deadline - time.monotonic(), 0.5))
+                remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+                conn = await asyncio.wait_for(self._connection(), remaining)
+            except TimeoutError:
+                raise not_started() from None
+            try:
+                return await asyncio.wait_for(opener(conn), max(budget(open_limit), 0.001))
             except asyncssh.ChannelOpenError:
                 if not conn.is_closed():
-                    if time.monotonic() + delay >= deadline:
+                    if budget(open_limit) <= delay:
+                        if deadline is not None and time.monotonic() + delay >= deadline:
+                            raise not_started() from None
                         raise HostUnreachable(
                             f"{self._label().capitalize()} refused a new SSH session.", host=self._spec.name
                         ) from None
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 0.2)
                     continue
-            except (*_CONNECTION_ERRORS, TimeoutError):
+            except TimeoutError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._forget(conn)
+                    raise not_started() from None
+            except _CONNECTION_ERRORS:
                 pass
             self._forget(conn)
             if reconnected:
@@ -249,7 +279,7 @@ class SshHost:
                     host=self._spec.name,
                 )
             reconnected = True
-            log.info("connection to %s was dropped; reconnecting", self._spec.name)
+            log.info("connection to %s was dropped or stalled; reconnecting", self._spec.name)
 
     async def close(self) -> None:
         self._closed = True
@@ -275,7 +305,9 @@ class SshHost:
             wrapped = ["timeout", f"--kill-after={_KILL_AFTER_S}", backstop, *wrapped]
         return args, quote_argv(wrapped)
 
-    async def _start(self, command: str) -> asyncssh.SSHClientProcess[bytes]:
+    async def _start(
+        self, command: str, argv: Sequence[str], deadline: float | None
+    ) -> asyncssh.SSHClientProcess[bytes]:
         reported = False
 
         def opener(conn: asyncssh.SSHClientConnection) -> Awaitable[asyncssh.SSHClientProcess[bytes]]:
@@ -285,9 +317,26 @@ class SshHost:
                 self._on_command(command)
             return conn.create_process(command, encoding=None)
 
-        return await self._open(opener)
+        return await self._open(opener, deadline, program_name(argv))
 
-    async def _end(self, proc: asyncssh.SSHClientProcess[bytes]) -> None:
+    @asynccontextmanager
+    async def _slot(self, argv: Sequence[str], deadline: float | None) -> AsyncIterator[None]:
+        """One of the ``max_channels`` channel slots, waited for until ``deadline`` at most."""
+        try:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+            await asyncio.wait_for(self._channels.acquire(), remaining)
+        except TimeoutError:
+            raise HostTimeout(
+                f"{program_name(argv)} could not start on {self._label()} before its deadline "
+                "(all SSH sessions to it were busy); nothing ran.",
+                host=self._spec.name,
+            ) from None
+        try:
+            yield
+        finally:
+            self._channels.release()
+
+    async def _end(self, proc: asyncssh.SSHClientProcess[bytes], wait: float = _END_WAIT_S) -> None:
         """End a remote process: SIGTERM to its group, close the channel, wait briefly."""
         if not proc.is_closing():
             with contextlib.suppress(Exception):
@@ -295,7 +344,7 @@ class SshHost:
         with contextlib.suppress(Exception):
             proc.close()
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(proc.wait_closed(), _END_WAIT_S)
+            await asyncio.wait_for(proc.wait_closed(), wait)
 
     def _lost(self, argv: Sequence[str]) -> HostUnreachable:
         if self._conn is not None and self._conn.is_closed():
@@ -325,15 +374,16 @@ class SshHost:
     ) -> CommandResult:
         args, command = self._command(argv, timeout=timeout, sudo=sudo, watchdog=input is None)
         started = time.monotonic()
-        async with self._channels:
-            proc = await self._start(command)
+        deadline = started + timeout
+        async with self._slot(args, deadline):
+            proc = await self._start(command, args, deadline)
             try:
                 if input is not None:
                     proc.stdin.write(input)
                     proc.stdin.write_eof()
-                out, err = await asyncio.wait_for(proc.communicate(), timeout)
+                out, err = await asyncio.wait_for(proc.communicate(), max(deadline - time.monotonic(), 0))
             except TimeoutError:
-                await self._end(proc)
+                await self._end(proc, _TIMEOUT_END_WAIT_S)
                 raise self._timed_out(args, timeout) from None
             except _CONNECTION_ERRORS:
                 await self._end(proc)
@@ -371,8 +421,8 @@ class SshHost:
         iterator raises `CommandFailed` after the last line; past ``timeout`` it raises `HostTimeout`."""
         args, command = self._command(argv, timeout=timeout, sudo=False, watchdog=True)
         deadline = None if timeout is None else time.monotonic() + timeout
-        async with self._channels:
-            proc = await self._start(command)
+        async with self._slot(args, deadline):
+            proc = await self._start(command, args, deadline)
             errors: deque[bytes] = deque(maxlen=50)
 
             async def drain_stderr() -> None:
@@ -390,7 +440,7 @@ class SshHost:
                         else:
                             raw = await asyncio.wait_for(proc.stdout.readline(), deadline - time.monotonic())
                     except TimeoutError:
-                        await self._end(proc)
+                        await self._end(proc, _TIMEOUT_END_WAIT_S)
                         assert timeout is not None
                         raise self._timed_out(args, timeout) from None
                     except _CONNECTION_ERRORS:
@@ -435,68 +485,59 @@ class SshHost:
                 timeout_s=timeout,
             ) from None
 
-    async def _sftp_write(self, path: str, data: bytes, mode: int) -> None:
+    @asynccontextmanager
+    async def _sftp(self, what: str) -> AsyncIterator[asyncssh.SFTPClient]:
+        """An SFTP session; every wait on the way out is bounded."""
         async with self._channels:
             sftp = await self._open(lambda conn: conn.start_sftp_client())
             try:
-                async with sftp:
-                    try:
-                        attrs = asyncssh.SFTPAttrs(permissions=mode)
-                        async with sftp.open(path, "wb", attrs) as handle:
-                            await handle.write(data)
-                            with contextlib.suppress(asyncssh.SFTPOpUnsupported):
-                                await handle.fsync()
-                        await sftp.chmod(path, mode)
-                    except BaseException:
-                        with contextlib.suppress(Exception):
-                            await sftp.remove(path)
-                        raise
+                yield sftp
             except asyncssh.SFTPError as exc:
-                raise HostError(
-                    f"Writing a file on {self._label()} failed: {exc.reason}", host=self._spec.name
-                ) from None
+                raise HostError(f"{what} on {self._label()} failed: {exc.reason}", host=self._spec.name) from None
             except _CONNECTION_ERRORS:
                 raise HostUnreachable(
-                    f"The connection to {self._label()} was lost during an upload.", host=self._spec.name
+                    f"The connection to {self._label()} was lost during {what.lower()}.", host=self._spec.name
                 ) from None
+            finally:
+                sftp.exit()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(sftp.wait_closed(), _END_WAIT_S)
+
+    @staticmethod
+    async def _remove_quietly(sftp: asyncssh.SFTPClient, path: str) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(sftp.remove(path), _END_WAIT_S)
+
+    async def _write(self, sftp: asyncssh.SFTPClient, path: str, data: bytes, mode: int) -> None:
+        try:
+            async with sftp.open(path, "wb", asyncssh.SFTPAttrs(permissions=mode)) as handle:
+                await handle.write(data)
+                with contextlib.suppress(asyncssh.SFTPOpUnsupported):
+                    await handle.fsync()
+            await sftp.chmod(path, mode)  # the server's umask applied to the open's mode
+        except BaseException:
+            await self._remove_quietly(sftp, path)
+            raise
 
     async def _upload_direct(self, remote_path: str, data: bytes, mode: int, target_tmp: str) -> None:
-        await self._sftp_write(target_tmp, data, mode)
-        async with self._channels:
-            sftp = await self._open(lambda conn: conn.start_sftp_client())
+        async with self._sftp(f"Uploading {posixpath.basename(remote_path)}") as sftp:
+            await self._write(sftp, target_tmp, data, mode)
             try:
-                async with sftp:
-                    try:
-                        await sftp.posix_rename(target_tmp, remote_path)
-                    except BaseException:
-                        with contextlib.suppress(Exception):
-                            await sftp.remove(target_tmp)
-                        raise
-            except asyncssh.SFTPError as exc:
-                raise HostError(
-                    f"Replacing {remote_path} on {self._label()} failed: {exc.reason}", host=self._spec.name
-                ) from None
-            except _CONNECTION_ERRORS:
-                raise HostUnreachable(
-                    f"The connection to {self._label()} was lost during an upload.", host=self._spec.name
-                ) from None
-
-    async def _home(self) -> str:
-        async with self._channels:
-            sftp = await self._open(lambda conn: conn.start_sftp_client())
-            async with sftp:
-                home: str = await sftp.realpath(".")
-            return home
+                await sftp.posix_rename(target_tmp, remote_path)
+            except BaseException:
+                await self._remove_quietly(sftp, target_tmp)
+                raise
 
     async def _upload_sudo(
         self, remote_path: str, data: bytes, mode: int, target_tmp: str, token: str, step_s: float
     ) -> None:
-        staging = f"{(await self._home()).rstrip('/')}/.pitcrew-upload-{token}"
-        await self._sftp_write(staging, data, 0o600)
+        async with self._sftp(f"Staging {posixpath.basename(remote_path)}") as sftp:
+            home: str = await sftp.realpath(".")
+            staging = f"{home.rstrip('/')}/.pitcrew-upload-{token}"
+            await self._write(sftp, staging, data, 0o600)
         try:
-            await self.run(
-                ["install", "-m", f"{mode:o}", staging, target_tmp], timeout=step_s, check=True, sudo=True
-            )
+            install = ["install", "-m", f"{mode:o}", staging, target_tmp]
+            await self.run(install, timeout=step_s, check=True, sudo=True)
             try:
                 mv = ["mv", "-f", "-T", target_tmp, remote_path]
                 await self.run(mv, timeout=step_s, check=True, sudo=True)
