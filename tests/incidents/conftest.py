@@ -1,0 +1,30 @@
+"""Fixtures of the incident tests (helpers live in `incidents_testkit`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from incidents_testkit import JournalHost, start_journal_host, stop_journal_host
+
+from services.db import Database
+
+
+@pytest.fixture
+async def journal_host(tmp_path: Path) -> AsyncIterator[JournalHost]:
+    jh = await start_journal_host(tmp_path / "host")
+    try:
+        yield jh
+    finally:
+        await stop_journal_host(jh)
+
+
+@pytest.fixture
+async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'pitcrew.db'}")
+    await db.migrate()
+    try:
+        yield db
+    finally:
+        await db.close()
