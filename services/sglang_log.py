@@ -241,15 +241,18 @@ SIGNATURES: dict[str, re.Pattern[str]] = {
 _GATES = (
     "memory", "Memory", "graph", "Graph", "Error", "error", "Exception", "exception", "NCCL", "nccl",
     "Xid", "bus", "ECC", "Segmentation", "SIG", "core dumped", "terminate", "Killed", "oom", "sigquit",
-    "dead", "usage:", "Traceback", "Health", "watchdog", "Gracefully", "Shutting", "shutdown", "Errno",
+    "dead", "Traceback", "Health", "watchdog", "Gracefully", "Shutting", "shutdown", "Errno",
     "address already", "safetensors", "Safetensor", "tokenizer", "weights", "Fatal", "warmup", "Capturing",
     "Capture", "Process ", "Unable to determine", "NVML", "GPU", "Draining", "Not enough",
 )
 
 
+_GATE_RX = re.compile("|".join(re.escape(g) for g in _GATES))
+
+
 def signatures(message: str) -> tuple[str, ...]:
     """Names of the SIGNATURES `message` matches (empty for ordinary lines)."""
-    if not any(g in message for g in _GATES):
+    if not _GATE_RX.search(message) and not message.startswith("usage: "):
         return ()
     _, _, text = strip_prefix(message)
     text = text.lstrip()
