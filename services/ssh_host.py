@@ -31,12 +31,11 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TypeVar
 
 import asyncssh
 
-from services.errors import CommandFailed, HostError, HostKeyMismatch, HostTimeout, HostUnreachable
+from services.errors import CommandFailed, HostError, HostTimeout, HostUnreachable
 from services.hosts import (
     CommandResult,
     HostSpec,
@@ -46,6 +45,7 @@ from services.hosts import (
     quote_argv,
     stderr_tail,
 )
+from services.ssh_conn import CONNECTION_ERRORS, END_WAIT_S, SshConnection, secs
 
 log = logging.getLogger("pitcrew.hosts")
 
@@ -61,14 +61,7 @@ _WATCHDOG = (
     "{ while read -r _; do :; done; kill -TERM 0; } <&3 >/dev/null 2>&1 & w=$!; "
     'exec 3<&-; wait "$c"; s=$?; kill "$w" 2>/dev/null; exit "$s"'
 )
-_END_WAIT_S = 2.0
-_TIMEOUT_END_WAIT_S = 0.5  # past a deadline, wait only this long for the channel to close
-_CONNECTION_ERRORS = (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError, ConnectionError)
-
-
-def _secs(value: float) -> str:
-    text = f"{max(value, 0.001):.3f}".rstrip("0").rstrip(".")
-    return text or "0"
+_TIMEOUTEND_WAIT_S = 0.5  # past a deadline, wait only this long for the channel to close
 
 
 def _exit_status(proc: asyncssh.SSHClientProcess[bytes]) -> int | None:
@@ -99,14 +92,14 @@ class SshHost:
         max_channels: int = 8,
     ) -> None:
         self._spec = spec
-        self._connect_timeout = connect_timeout
         self._on_command = on_command
-        self._keepalive_interval = keepalive_interval
-        self._keepalive_count_max = keepalive_count_max
-        self._conn: asyncssh.SSHClientConnection | None = None
-        self._connect_lock = asyncio.Lock()
-        self._channels = asyncio.Semaphore(max_channels)
-        self._closed = False
+        self._link = SshConnection(
+            spec,
+            connect_timeout=connect_timeout,
+            keepalive_interval=keepalive_interval,
+            keepalive_count_max=keepalive_count_max,
+            max_channels=max_channels,
+        )
 
     @property
     def spec(self) -> HostSpec:
@@ -118,176 +111,10 @@ class SshHost:
     # -- connection ---------------------------------------------------------------------------
 
     def _label(self) -> str:
-        return f"host {self._spec.name!r}"
-
-    async def _load_credentials(self) -> tuple[asyncssh.SSHKnownHosts, asyncssh.SSHKey]:
-        spec = self._spec
-
-        def load() -> tuple[str, asyncssh.SSHKey]:
-            return Path(spec.known_hosts).read_text(), asyncssh.read_private_key(str(spec.client_key))
-
-        try:
-            known_text, key = await asyncio.to_thread(load)
-        except FileNotFoundError as exc:
-            which = "known_hosts file" if exc.filename == str(spec.known_hosts) else "client key"
-            if which == "known_hosts file":
-                raise HostKeyMismatch(
-                    f"No pinned host key for {self._label()}: its known_hosts file is missing. "
-                    "An operator must pin the host's key before pitcrew connects.",
-                    host=spec.name,
-                ) from None
-            raise HostUnreachable(
-                f"Cannot read the SSH {which} for {self._label()}.", host=spec.name
-            ) from None
-        except (OSError, ValueError, asyncssh.KeyImportError):
-            raise HostUnreachable(
-                f"Cannot read the SSH client key or known_hosts file for {self._label()}.", host=spec.name
-            ) from None
-        try:
-            known = asyncssh.import_known_hosts(known_text)
-        except (ValueError, asyncssh.KeyImportError):
-            raise HostKeyMismatch(
-                f"The known_hosts file for {self._label()} cannot be parsed; refusing to connect. "
-                "An operator must pin the host's key.",
-                host=spec.name,
-            ) from None
-        return known, key
-
-    async def _connect(self) -> asyncssh.SSHClientConnection:
-        spec = self._spec
-        known, key = await self._load_credentials()
-        try:
-            return await asyncio.wait_for(
-                asyncssh.connect(
-                    spec.address,
-                    spec.port,
-                    username=spec.user,
-                    client_keys=[key],
-                    known_hosts=known,
-                    config=[],
-                    agent_path=None,
-                    agent_forwarding=False,
-                    preferred_auth="publickey",
-                    password=None,
-                    keepalive_interval=self._keepalive_interval,
-                    keepalive_count_max=self._keepalive_count_max,
-                    login_timeout=self._connect_timeout,
-                ),
-                self._connect_timeout,
-            )
-        except asyncssh.HostKeyNotVerifiable:
-            log.warning("host key of %s does not match the pinned key; refusing to connect", spec.name)
-            raise HostKeyMismatch(
-                f"The SSH host key of {self._label()} has changed (it does not match the pinned key); "
-                "pitcrew refuses to connect. An operator must confirm the new key before pitcrew "
-                "talks to this host again.",
-                host=spec.name,
-            ) from None
-        except asyncssh.PermissionDenied:
-            raise HostUnreachable(
-                f"{self._label().capitalize()} refused pitcrew's SSH key for user {spec.user!r}.",
-                host=spec.name,
-            ) from None
-        except TimeoutError:
-            raise HostUnreachable(
-                f"{self._label().capitalize()} did not answer within {_secs(self._connect_timeout)}s.",
-                host=spec.name,
-            ) from None
-        except (OSError, asyncssh.Error) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-            raise HostUnreachable(
-                f"Cannot reach {self._label()} at {spec.address}:{spec.port} ({reason}).", host=spec.name
-            ) from None
-
-    async def _connection(self) -> asyncssh.SSHClientConnection:
-        if self._closed:
-            raise HostUnreachable(f"The connection to {self._label()} is closed.", host=self._spec.name)
-        conn = self._conn
-        if conn is not None and not conn.is_closed():
-            return conn
-        async with self._connect_lock:
-            conn = self._conn
-            if conn is not None and not conn.is_closed():
-                return conn
-            self._conn = None
-            conn = await self._connect()
-            self._conn = conn
-            return conn
-
-    def _forget(self, conn: asyncssh.SSHClientConnection) -> None:
-        if self._conn is conn:
-            self._conn = None
-        conn.abort()
-
-    async def _open(
-        self,
-        opener: Callable[[asyncssh.SSHClientConnection], Awaitable[T]],
-        deadline: float | None = None,
-        what: str = "the command",
-    ) -> T:
-        """Open a channel with ``opener``, reconnecting once if the connection was dropped.
-
-        A channel refused on a live connection (OpenSSH's ``MaxSessions`` reached for a moment:
-        sshd frees a session slot a little after the client sees the channel close) is retried
-        with a short backoff until the connect timeout. Past the caller's ``deadline`` (monotonic
-        time) it raises `HostTimeout`: nothing was started.
-        """
-        reconnected = False
-        delay = 0.01
-
-        def budget(limit: float) -> float:
-            end = limit if deadline is None else min(limit, deadline)
-            return end - time.monotonic()
-
-        def not_started() -> HostTimeout:
-            return HostTimeout(
-                f"{what.capitalize()} could not start on {self._label()} before its deadline "
-                "(the host did not answer in time); nothing ran.",
-                host=self._spec.name,
-            )
-
-        while True:
-            open_limit = time.monotonic() + self._connect_timeout
-            try:
-                remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
-                conn = await asyncio.wait_for(self._connection(), remaining)
-            except TimeoutError:
-                raise not_started() from None
-            try:
-                return await asyncio.wait_for(opener(conn), max(budget(open_limit), 0.001))
-            except asyncssh.ChannelOpenError:
-                if not conn.is_closed():
-                    if budget(open_limit) <= delay:
-                        if deadline is not None and time.monotonic() + delay >= deadline:
-                            raise not_started() from None
-                        raise HostUnreachable(
-                            f"{self._label().capitalize()} refused a new SSH session.", host=self._spec.name
-                        ) from None
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 0.2)
-                    continue
-            except TimeoutError:
-                if deadline is not None and time.monotonic() >= deadline:
-                    self._forget(conn)
-                    raise not_started() from None
-            except _CONNECTION_ERRORS:
-                pass
-            self._forget(conn)
-            if reconnected:
-                raise HostUnreachable(
-                    f"{self._label().capitalize()} dropped the SSH connection again after a reconnect.",
-                    host=self._spec.name,
-                )
-            reconnected = True
-            log.info("connection to %s was dropped or stalled; reconnecting", self._spec.name)
+        return self._link.label()
 
     async def close(self) -> None:
-        self._closed = True
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.wait_closed(), _END_WAIT_S)
+        await self._link.close()
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -301,7 +128,7 @@ class SshHost:
         if watchdog:
             wrapped = ["sh", "-c", _WATCHDOG, "sh", *wrapped]
         if timeout is not None:
-            backstop = _secs(timeout + _REMOTE_MARGIN_S)
+            backstop = secs(timeout + _REMOTE_MARGIN_S)
             wrapped = ["timeout", f"--kill-after={_KILL_AFTER_S}", backstop, *wrapped]
         return args, quote_argv(wrapped)
 
@@ -317,26 +144,9 @@ class SshHost:
                 self._on_command(command)
             return conn.create_process(command, encoding=None)
 
-        return await self._open(opener, deadline, program_name(argv))
+        return await self._link.open(opener, deadline, program_name(argv))
 
-    @asynccontextmanager
-    async def _slot(self, argv: Sequence[str], deadline: float | None) -> AsyncIterator[None]:
-        """One of the ``max_channels`` channel slots, waited for until ``deadline`` at most."""
-        try:
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
-            await asyncio.wait_for(self._channels.acquire(), remaining)
-        except TimeoutError:
-            raise HostTimeout(
-                f"{program_name(argv)} could not start on {self._label()} before its deadline "
-                "(all SSH sessions to it were busy); nothing ran.",
-                host=self._spec.name,
-            ) from None
-        try:
-            yield
-        finally:
-            self._channels.release()
-
-    async def _end(self, proc: asyncssh.SSHClientProcess[bytes], wait: float = _END_WAIT_S) -> None:
+    async def _end(self, proc: asyncssh.SSHClientProcess[bytes], wait: float = END_WAIT_S) -> None:
         """End a remote process: SIGTERM to its group, close the channel, wait briefly."""
         if not proc.is_closing():
             with contextlib.suppress(Exception):
@@ -347,8 +157,6 @@ class SshHost:
             await asyncio.wait_for(proc.wait_closed(), wait)
 
     def _lost(self, argv: Sequence[str]) -> HostUnreachable:
-        if self._conn is not None and self._conn.is_closed():
-            self._conn = None
         return HostUnreachable(
             f"The connection to {self._label()} was lost while {program_name(argv)} ran; "
             "its outcome is unknown.",
@@ -357,7 +165,7 @@ class SshHost:
 
     def _timed_out(self, argv: Sequence[str], timeout: float) -> HostTimeout:
         return HostTimeout(
-            f"{program_name(argv)} on {self._label()} did not finish within {_secs(timeout)}s; "
+            f"{program_name(argv)} on {self._label()} did not finish within {secs(timeout)}s; "
             "the remote process was ended.",
             host=self._spec.name,
             timeout_s=timeout,
@@ -375,7 +183,7 @@ class SshHost:
         args, command = self._command(argv, timeout=timeout, sudo=sudo, watchdog=input is None)
         started = time.monotonic()
         deadline = started + timeout
-        async with self._slot(args, deadline):
+        async with self._link.slot(args, deadline):
             proc = await self._start(command, args, deadline)
             try:
                 if input is not None:
@@ -383,9 +191,9 @@ class SshHost:
                     proc.stdin.write_eof()
                 out, err = await asyncio.wait_for(proc.communicate(), max(deadline - time.monotonic(), 0))
             except TimeoutError:
-                await self._end(proc, _TIMEOUT_END_WAIT_S)
+                await self._end(proc, _TIMEOUTEND_WAIT_S)
                 raise self._timed_out(args, timeout) from None
-            except _CONNECTION_ERRORS:
+            except CONNECTION_ERRORS:
                 await self._end(proc)
                 raise self._lost(args) from None
             except BaseException:
@@ -421,7 +229,7 @@ class SshHost:
         iterator raises `CommandFailed` after the last line; past ``timeout`` it raises `HostTimeout`."""
         args, command = self._command(argv, timeout=timeout, sudo=False, watchdog=True)
         deadline = None if timeout is None else time.monotonic() + timeout
-        async with self._slot(args, deadline):
+        async with self._link.slot(args, deadline):
             proc = await self._start(command, args, deadline)
             errors: deque[bytes] = deque(maxlen=50)
 
@@ -440,18 +248,18 @@ class SshHost:
                         else:
                             raw = await asyncio.wait_for(proc.stdout.readline(), deadline - time.monotonic())
                     except TimeoutError:
-                        await self._end(proc, _TIMEOUT_END_WAIT_S)
+                        await self._end(proc, _TIMEOUTEND_WAIT_S)
                         assert timeout is not None
                         raise self._timed_out(args, timeout) from None
-                    except _CONNECTION_ERRORS:
+                    except CONNECTION_ERRORS:
                         raise self._lost(args) from None
                     if not raw:
                         break
                     yield _decode(raw.rstrip(b"\n").rstrip(b"\r"))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(proc.wait_closed(), _END_WAIT_S)
+                    await asyncio.wait_for(proc.wait_closed(), END_WAIT_S)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(drain, _END_WAIT_S)
+                    await asyncio.wait_for(drain, END_WAIT_S)
                 status = _exit_status(proc)
                 if status is None:
                     raise self._lost(args)
@@ -480,7 +288,7 @@ class SshHost:
                     await self._upload_direct(remote_path, data, mode, target_tmp)
         except TimeoutError:
             raise HostTimeout(
-                f"Uploading {base} to {self._label()} did not finish within {_secs(timeout)}s.",
+                f"Uploading {base} to {self._label()} did not finish within {secs(timeout)}s.",
                 host=self._spec.name,
                 timeout_s=timeout,
             ) from None
@@ -488,25 +296,25 @@ class SshHost:
     @asynccontextmanager
     async def _sftp(self, what: str) -> AsyncIterator[asyncssh.SFTPClient]:
         """An SFTP session; every wait on the way out is bounded."""
-        async with self._channels:
-            sftp = await self._open(lambda conn: conn.start_sftp_client())
+        async with self._link.slot(["sftp"], None):
+            sftp = await self._link.open(lambda conn: conn.start_sftp_client())
             try:
                 yield sftp
             except asyncssh.SFTPError as exc:
                 raise HostError(f"{what} on {self._label()} failed: {exc.reason}", host=self._spec.name) from None
-            except _CONNECTION_ERRORS:
+            except CONNECTION_ERRORS:
                 raise HostUnreachable(
                     f"The connection to {self._label()} was lost during {what.lower()}.", host=self._spec.name
                 ) from None
             finally:
                 sftp.exit()
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(sftp.wait_closed(), _END_WAIT_S)
+                    await asyncio.wait_for(sftp.wait_closed(), END_WAIT_S)
 
     @staticmethod
     async def _remove_quietly(sftp: asyncssh.SFTPClient, path: str) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(sftp.remove(path), _END_WAIT_S)
+            await asyncio.wait_for(sftp.remove(path), END_WAIT_S)
 
     async def _write(self, sftp: asyncssh.SFTPClient, path: str, data: bytes, mode: int) -> None:
         try:
