@@ -67,7 +67,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
                    interactive: bool, timeout_s: float = 900.0) -> int:
     from simhost.host import SimHost
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if interactive else 160)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     with contextlib.ExitStack() as sync_stack:
         workdir = keep or Path(sync_stack.enter_context(tempfile.TemporaryDirectory(prefix="pitcrew-demo-")))

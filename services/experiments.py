@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.audit import AuditActor, AuditLog, AuditQuery
-from services.bench_probes import SglangMetricsProbe
-from services.bench_stats import BenchResult
-from services.benchmark import BenchSpec, run_benchmark
+from services.bench_process import run_benchmark_isolated
+from services.benchmark import BenchSpec
 from services.deploy import ReadyReport, StartFailed, UnitOps
 from services.diagnosis import Diagnosis, SideEvidence, diagnose
 from services.errors import Conflict, DeployFailed, JobCancelled, UserInputError
@@ -263,26 +262,27 @@ class Experiments:
         cancel = asyncio.Event()
         before_state = await ops.state()
 
-        async def on_progress(p: Any) -> None:
-            await self.progress(ctx, f"benchmark C={p.concurrency}" + (" (warmup)" if p.phase == "warmup" else ""),
-                                f"{p.done}/{p.total} requests")
+        async def on_progress(p: dict[str, Any]) -> None:
+            phase = " (warmup)" if p.get("phase") == "warmup" else ""
+            await self.progress(ctx, f"benchmark C={p.get('concurrency')}{phase}",
+                                f"{p.get('done')}/{p.get('total')} requests")
             if await ctx.cancel_requested():
                 cancel.set()
 
         async with ctx.step("benchmark") as d:
-            result: BenchResult = await run_benchmark(spec, progress=on_progress,
-                                                      probe=SglangMetricsProbe(ops.spec.server_url), cancel=cancel)
-            data = result.to_json()
+            result = await run_benchmark_isolated(spec, progress=on_progress, probe="sglang", cancel=cancel)
+            data = result.doc
             d["levels"] = [lv["concurrency"] for lv in data["levels"]]
         if result.cancelled:
             raise JobCancelled(f"job {ctx.job.id} was cancelled during the benchmark")
         crashed_at = None
         for lv in result.levels:
-            if lv.failed and (lv.requests == 0 or lv.failed >= max(1, lv.requests // 4)):
+            failed, done = int(lv.get("failed") or 0), int(lv.get("requests") or 0)
+            if failed and (done == 0 or failed >= max(1, done // 4)):
                 st = await ops.state()
                 if st.n_restarts > before_state.n_restarts or st.main_pid != before_state.main_pid \
                         or st.active_state != "active":
-                    crashed_at = lv.concurrency
+                    crashed_at = int(lv["concurrency"])
                     break
         model = result.model or ""
         kept = {**data, "levels": [lv for lv in data["levels"]
