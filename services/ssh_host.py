@@ -9,11 +9,12 @@ refuses the "signal" channel request for root logins (no privilege separation af
 neither is enough alone. Every command without ``input`` (and every stream) therefore runs under
 a small POSIX ``sh`` watchdog: the command gets ``/dev/null`` as stdin while the watchdog reads
 the channel's stdin, which the client never closes; when the channel closes (client gave up,
-stream context exited, connection dropped) the watchdog sees EOF and sends SIGTERM to its process
-group. Commands with a deadline are also wrapped in coreutils ``timeout --kill-after=2`` set a
-little past the caller's deadline (a backstop, and the only guard for commands fed ``input``).
-On the caller's deadline the client sends SIGTERM over the channel, closes it and raises
-`HostTimeout`.
+stream context exited, connection dropped) the watchdog sees EOF and sends SIGTERM to its
+process group, then SIGKILL two seconds later. Commands with a deadline are also wrapped in
+coreutils ``timeout --kill-after=2`` set a little past the caller's deadline (a backstop, and the
+only guard for commands fed ``input``). On the caller's deadline the client sends SIGTERM over
+the channel, closes it and raises `HostTimeout`. Processes run through ``sudo`` get the SIGTERM
+(sudo relays it) but not the SIGKILL, which an unprivileged watchdog cannot send to root.
 
 A connection found dropped when opening a channel is reopened once; a connection lost while a
 command runs raises `HostUnreachable` (the command's outcome is unknown, so it is not re-run).
@@ -31,7 +32,6 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TypeVar
 
 import asyncssh
 
@@ -49,17 +49,17 @@ from services.ssh_conn import CONNECTION_ERRORS, END_WAIT_S, SshConnection, secs
 
 log = logging.getLogger("pitcrew.hosts")
 
-T = TypeVar("T")
-
 _KILL_AFTER_S = 2
 _REMOTE_MARGIN_S = 0.5
 _TIMEOUT_EXIT = 124
-# Runs "$@" with stdin from /dev/null; ends the whole process group when the channel's stdin hits
-# EOF (the channel closed); otherwise exits with the command's status.
+# Runs "$@" with stdin from /dev/null and exits with its status. A watchdog (immune to SIGTERM)
+# reads the channel's stdin; at EOF (the channel closed) it sends SIGTERM to the process group,
+# then SIGKILL two seconds later. On a normal end the watchdog itself is killed.
 _WATCHDOG = (
     'exec 3<&0; "$@" </dev/null 3<&- & c=$!; '
-    "{ while read -r _; do :; done; kill -TERM 0; } <&3 >/dev/null 2>&1 & w=$!; "
-    'exec 3<&-; wait "$c"; s=$?; kill "$w" 2>/dev/null; exit "$s"'
+    "{ trap '' TERM; while read -r _; do :; done; kill -TERM 0; sleep 2; kill -KILL 0; } "
+    '<&3 >/dev/null 2>&1 & w=$!; '
+    'exec 3<&-; wait "$c"; s=$?; kill -KILL "$w" 2>/dev/null; exit "$s"'
 )
 _TIMEOUTEND_WAIT_S = 0.5  # past a deadline, wait only this long for the channel to close
 

@@ -105,6 +105,15 @@ async def test_stream_yields_lines_as_produced_and_closing_ends_the_process(targ
     assert await wait_dead(int(read(pidfile)))
 
 
+async def test_closing_ends_even_a_process_that_ignores_sigterm(target, tmp_path):
+    host = target.host()
+    pidfile = tmp_path / "stubborn.pid"
+    script = 'trap "" TERM; echo $$ > "$1"; echo ready; while :; do sleep 0.1; done'
+    async with host.stream(["bash", "-c", script, "sh", str(pidfile)]) as lines:
+        assert await anext(lines) == "ready"
+    assert await wait_dead(int(read(pidfile)), within=5), "SIGKILL did not follow the ignored SIGTERM"
+
+
 async def test_stream_ends_with_the_command_and_reports_failure(target):
     host = target.host()
     async with host.stream(["printf", "a\\nb\\r\\nc"]) as lines:
