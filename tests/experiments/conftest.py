@@ -1,0 +1,119 @@
+"""A whole bot around a simulated host: SimHost over real SSH, SQLite, the real router and job runner.
+
+`make_bot(scenario, ...)` returns a `BotUnderTest` whose `say()` dispatches like a chat user and
+whose `transcript` records every outbox message as delivered (a test transport at the lowest seam).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import Core, build_core
+from bot.delivery import run_delivery
+from bot.settings import load_settings
+from handlers.contract import Actor, ChatMessage, Reply
+from services.outbox import MessageRef, OutboxItem
+
+TIME_SCALE = 0.01
+
+
+@dataclass
+class Delivered:
+    key: str
+    reply: Reply
+    thread_of: str | None
+    edit: bool
+
+
+@dataclass
+class TranscriptDeliverer:
+    transport: str = "test"
+    log: list[Delivered] = field(default_factory=list)
+    _ts: Any = field(default_factory=lambda: itertools.count(1))
+
+    async def deliver(self, item: OutboxItem, *, existing: MessageRef | None,
+                      parent: MessageRef | None) -> MessageRef:
+        self.log.append(Delivered(item.key, Reply.from_json(item.payload), item.thread_of, existing is not None))
+        if existing is not None:
+            return existing
+        return MessageRef("test", item.channel, str(next(self._ts)), parent.ts if parent else None)
+
+
+@dataclass
+class BotUnderTest:
+    core: Core
+    sim: Any
+    transcript: TranscriptDeliverer
+    user: Actor = field(default_factory=lambda: Actor("U1", "alice", "test"))
+
+    async def say(self, text: str, *, user: Actor | None = None, thread_key: str | None = None) -> Reply:
+        msg = ChatMessage(text=text, actor=user or self.user, channel="C1", thread_key=thread_key)
+        reply: Reply = await self.core.router.dispatch(msg)
+        return reply
+
+    async def wait_job(self, job_id: int, timeout: float = 120.0) -> Any:
+        t_end = time.monotonic() + timeout
+        while time.monotonic() < t_end:
+            job = await self.core.jobs.get(job_id)
+            if job.state not in ("queued", "running", "awaiting_confirmation"):
+                await self.drain()
+                return job
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"job {job_id} did not finish in {timeout} s")
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        t_end = time.monotonic() + timeout
+        while await self.core.store.depth("test") > 0 and time.monotonic() < t_end:
+            await asyncio.sleep(0.05)
+
+    def messages(self, pred: Callable[[Delivered], bool] = lambda d: True) -> list[Delivered]:
+        return [d for d in self.transcript.log if pred(d)]
+
+    def unit_text(self) -> str:
+        return Path(self.sim.unit_path).read_text()
+
+
+BENCH = {"concurrency": [1], "requests_per_level": 6, "warmup": 1, "input_len": 64, "output_len": 128}
+
+
+@pytest.fixture
+async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    from simhost.host import SimHost
+
+    async with AsyncExitStack() as stack:
+        async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
+                       policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None) -> BotUnderTest:
+            sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
+                                                          time_scale=TIME_SCALE))
+            info = sim.info
+            host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
+                    "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
+                    "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
+            settings = load_settings(None, db={"url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"}, hosts=[host],
+                                     bench=bench or BENCH, policy={"confirm": list(confirm), **(policy or {})})
+            core = await build_core(settings, stack, transport="test", time_scale=TIME_SCALE, watch_journals=watch,
+                                    start_scheduler=False)
+            transcript = TranscriptDeliverer()
+            stop = asyncio.Event()
+            task = asyncio.create_task(run_delivery(core.store, transcript, holder="t", stop=stop, wake=core.wake,
+                                                    poll_s=0.05))
+
+            async def halt() -> None:
+                stop.set()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(task, 5)
+
+            stack.push_async_callback(halt)
+            return BotUnderTest(core, sim, transcript)
+
+        yield make
