@@ -125,10 +125,9 @@ def _report_job(verb: str, unit: str, answer: dict[str, object]) -> int:
               f"See system logs and 'systemctl status {unit}' for details.", file=sys.stderr)
         return 1
     if result == "start-limit-hit":
-        print(f"Job for {unit} failed because start of the service was attempted too often.\n"
-              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.\n"
-              f"To force a start use \"systemctl reset-failed {unit}\"\n"
-              f"followed by \"systemctl start {unit}\" again.", file=sys.stderr)
+        # as observed from systemctl in https://github.com/systemd/systemd/pull/30530
+        print(f"Job for {unit} failed.\n"
+              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.", file=sys.stderr)
         return 1
     print(f"Failed to {verb} {unit}: {answer.get('error', result)}", file=sys.stderr)
     return 1
@@ -188,7 +187,7 @@ def _status(root: Path, units: list[str], opts: dict[str, object]) -> int:
     desc = props.get("Description", unit)
     print(f"{dot} {unit} - {desc}" if desc != unit else f"{dot} {unit}")
     print(f"     Loaded: {props['LoadState']} ({props['FragmentPath']}; enabled; preset: enabled)")
-    state = f"{active} ({sub})"
+    state = active if active == "failed" else f"{active} ({sub})"
     if result != "success" and active in ("failed", "activating"):
         state += f" (Result: {result})"
     since = float(answer.get("since") or 0)  # type: ignore[arg-type]
