@@ -167,8 +167,11 @@ def _take_host(args: list[str], bool_guard: bool = False) -> tuple[str | None, l
     while i < len(args):
         low = args[i].lower()
         found: str | None = None
-        if low in ("on", "@") and i + 1 < len(args) and not (
-                bool_guard and args[i + 1].lower() in _BOOL_WORDS) and lookup_flag(args[i + 1]) is None:
+        nxt = args[i + 1].lower() if i + 1 < len(args) else ""
+        prev = lookup_flag(args[i - 1]) if i > 0 and bool_guard else None
+        after_switch = prev is not None and prev.kind == "bool" and re.fullmatch(r"[0-9.+-]+", nxt) is not None
+        if low in ("on", "@") and nxt and "=" not in nxt and not after_switch and not (bool_guard and (
+                nxt in _BOOL_WORDS or nxt in _FILLERS or lookup_flag(nxt) is not None)):
             found, i = args[i + 1], i + 2
         elif low.startswith("host="):
             found, i = args[i][5:], i + 1
@@ -203,7 +206,7 @@ def _take_levels(args: list[str]) -> tuple[tuple[int, ...] | None, list[str]]:
     while i < len(args):
         low = args[i].lower().lstrip("-")
         key, eq, val = low.partition("=")
-        after_on = bool(rest) and rest[-1].lower() in ("on", "@")
+        after_on = bool(rest) and rest[-1].lower() in ("on", "@") and not eq
         if key in ("c", "concurrency", "conc") and (eq or i + 1 < len(args)) and not after_on:
             if not eq:
                 val, i = args[i + 1], i + 1
