@@ -116,7 +116,8 @@ def _write_config(
     root: Path, host: str, port: int, env: Mapping[str, str], path_prefix: Sequence[Path]
 ) -> tuple[Path, Path]:
     ssh_dir = root / "ssh"
-    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # sshd's privilege separation directory (needs root)
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)
     system_path = os.environ.get("PATH") or os.defpath
     full_env = dict(env)
     full_env["PATH"] = ":".join([*(str(p) for p in path_prefix), system_path])

@@ -247,8 +247,10 @@ class SimSshServer:
                 except asyncssh.BreakReceived:
                     _killpg(pgid, signal.SIGINT)
                     continue
-                except (asyncssh.TerminalSizeChanged, asyncssh.Error, OSError):
+                except asyncssh.TerminalSizeChanged:
                     continue
+                except (asyncssh.Error, OSError):
+                    break  # the channel or connection is gone
                 if not data:
                     break
                 try:
