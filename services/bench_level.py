@@ -52,6 +52,7 @@ class LevelPlan:
     timeout_s: float
     path: str
     body: Callable[[int], bytes]  # request index -> encoded body
+    first_index: int  # request indices of this level start here (prompts differ across levels)
     level: int
     levels: int
 
@@ -67,7 +68,7 @@ class LevelRun:
         self._progress = progress
         self._probe = probe
         self._cancel = cancel
-        self._next = 0
+        self._next = plan.first_index
         self._measured_issued = 0
         self._records: list[RequestRecord] = []
         self._failures: dict[str, int] = {}
@@ -138,7 +139,7 @@ class LevelRun:
                 self._measured_inflight += 1
             slot = time.perf_counter()
             body = self._plan.body(idx)
-            ok = await self._request(body, slot, measured=kind == "measure")
+            ok = await self._request(body, slot, idx, measured=kind == "measure")
             if kind == "measure":
                 self._measured_inflight -= 1
                 self._measured_done += 1
@@ -177,7 +178,7 @@ class LevelRun:
                 self._finished.set()
         return False
 
-    async def _request(self, body: bytes, slot: float, *, measured: bool) -> bool:
+    async def _request(self, body: bytes, slot: float, idx: int, *, measured: bool) -> bool:
         state = StreamState()
         t0 = time.perf_counter()
         try:
@@ -214,7 +215,7 @@ class LevelRun:
         tokens = state.text_events if state.completion_tokens is None else state.completion_tokens
         self._tokens += tokens
         self._records.append(RequestRecord(
-            t0=t0, queue_s=t0 - slot, ttft=state.first_text - t0, e2e=state.last_text - t0,
+            index=idx, t0=t0, queue_s=t0 - slot, ttft=state.first_text - t0, e2e=state.last_text - t0,
             tokens=tokens, chunks=state.text_events, chunk_counted=counted, max_gap=state.max_gap))
         return True
 

@@ -21,6 +21,7 @@ CONCURRENCY_WARN = 0.95
 class RequestRecord:
     """One finished request, times in seconds relative to its own t0 (perf_counter based)."""
 
+    index: int  # request index (the synthetic prompt's number)
     t0: float  # absolute perf_counter() just before the request was sent
     queue_s: float  # wait for a client slot before t0
     ttft: float
@@ -107,6 +108,8 @@ class LevelResult:
     client: ClientHealth
     unreliable: bool
     warnings: tuple[str, ...] = ()
+    # the measured requests themselves (not in the JSON document; for storage and comparisons)
+    records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -261,5 +264,5 @@ def summarize(inp: LevelInputs) -> LevelResult:
         e2e_ms=dist([r.e2e for r in recs], 1000.0), icl_ms=dist(icls, 1000.0),
         queue_ms=dist([r.queue_s for r in recs], 1000.0), server=inp.server,
         client=ClientHealth(cpu_s_per_1k_tokens=cpu_per_1k, loop_lag_ms_p99=lag_p99, cpu_busy=busy),
-        unreliable=unreliable, warnings=tuple(warnings),
+        unreliable=unreliable, warnings=tuple(warnings), records=tuple(recs),
     )

@@ -111,10 +111,6 @@ async def _check_server(client: httpx.AsyncClient, spec: BenchSpec) -> str | Non
     return model if isinstance(model, str) else None
 
 
-def _offset(body_at: Callable[[int], bytes], off: int) -> Callable[[int], bytes]:
-    return lambda idx: body_at(idx + off)
-
-
 async def run_benchmark(spec: BenchSpec, *,
                         progress: Callable[[BenchProgress], Awaitable[None]] | None = None,
                         probe: ServerProbe | None = None, cancel: asyncio.Event | None = None,
@@ -139,7 +135,7 @@ async def run_benchmark(spec: BenchSpec, *,
                 break
             plan = LevelPlan(concurrency=c, warmup=-(-spec.warmup // c), requests=spec.requests_per_level,
                              duration_s=spec.duration_s, timeout_s=spec.timeout_s, path=path,
-                             body=_offset(body_at, n * 1_000_000),
+                             body=body_at, first_index=n * 1_000_000,
                              level=n, levels=len(spec.concurrency))
             run = LevelRun(client, plan, progress=progress, probe=probe, cancel=cancel)
             levels.append(await run.run())

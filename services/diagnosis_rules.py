@@ -142,6 +142,7 @@ class Invocation:
                 and act.action in {"kill", "stop", "restart"}
                 and self.exit is not None
                 and 0 <= end - t <= 120e6
+                and t >= self.start_us  # an action before this invocation started did not end it
             ):
                 self.stop_requested_us, self.stop_action = t, act
 

@@ -205,9 +205,9 @@ class Experiments:
             outcome.crashed_at = crashed_at
             message = (f"{label} on {host}: the server crashed under load at C={crashed_at} "
                        f"(it served lower levels; results above)")
-            err = DeployFailed(message)
+            err = DeployFailed(message, result={"run_id": run.id, "crashed_at": crashed_at})
             await self._fail_and_restore(ctx, ops, before, err, restore_on_failure)
-            raise DeployFailed(message, result={"run_id": run.id, "crashed_at": crashed_at})
+            raise err
         if outcome.revision_after is not None:
             await self.revisions.mark_known_good(outcome.revision_after)
         return outcome
@@ -333,7 +333,7 @@ class Experiments:
             log.info("side evidence incomplete on %s: %s", ctx.job.host, e)
         actions = await self.audit.query(AuditQuery(host=ctx.job.host, newest_first=True, limit=50,
                                                     actions=("deploy", "start", "stop", "restart", "rollback",
-                                                             "kill", "benchmark")))
+                                                             "kill")))
         side["actions"] = [{"at": a.at.isoformat(), "who": a.actor_name or a.actor_id, "action": a.action,
                             "detail": str(a.detail.get("changes") or a.detail)} for a in reversed(actions)]
         return diagnose(entries, SideEvidence.from_json(side), unit=ops.unit)

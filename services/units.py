@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.errors import UnitError
+from services.unit_syntax import WS, Line, Logical, check_text, logical_lines, quote_word, split_words
 
 __all__ = [
     "ExecStart",
@@ -33,11 +34,7 @@ __all__ = [
     "unit_hash",
 ]
 
-_WS = " \t\n\r"
 _PREFIX_CHARS = "-@:+!"
-_SAFE_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/=+,@%$-")
-_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
-                   "\\": "\\", '"': '"', "'": "'", "s": " "}
 
 
 @dataclass(frozen=True)
@@ -69,19 +66,11 @@ class _Token:
     crosses_line: bool
 
 
-@dataclass(frozen=True)
-class _Line:
-    start: int  # offset of the first char of the physical line
-    end: int  # offset of the newline (or end of text)
-    newline_end: int  # offset just past the newline
-    comment: bool
-    continued: bool  # ends with an unescaped backslash (the continuation marker)
-
 
 @dataclass(frozen=True)
 class _Region:
     exec_start: ExecStart
-    lines: tuple[_Line, ...]
+    lines: tuple[Line, ...]
     tokens: tuple[_Token, ...]
 
 
@@ -90,156 +79,16 @@ def unit_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _check_text(text: str) -> None:
-    if "\x00" in text:
-        raise UnitError("The unit file contains a NUL byte; pitcrew will not edit it.")
-    if "\r" in text:
-        raise UnitError("The unit file has CR (Windows or old Mac) line endings; pitcrew will not edit it.")
-
-
-def _physical_lines(text: str) -> list[tuple[int, int, int]]:
-    out: list[tuple[int, int, int]] = []
-    pos = 0
-    n = len(text)
-    while pos < n:
-        nl = text.find("\n", pos)
-        if nl < 0:
-            out.append((pos, n, n))
-            break
-        out.append((pos, nl, nl + 1))
-        pos = nl + 1
-    return out
-
-
-def _ends_escaped(s: str) -> bool:
-    escaped = False
-    for ch in s:
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-    return escaped
-
-
-@dataclass
-class _Logical:
-    lines: list[_Line]
-    chars: list[str]
-    offsets: list[int]  # file offset of every char of the joined logical line
-    line_of: list[int]  # index into lines of every char
-
-
-def _logical_lines(text: str) -> list[_Logical]:
-    """Join physical lines as conf-parser.c does: comment lines skipped, trailing ``\\`` -> space."""
-    result: list[_Logical] = []
-    current: _Logical | None = None
-    first = True
-    for start, end, nl_end in _physical_lines(text):
-        body_start = start
-        if first:
-            first = False
-            if text.startswith("\ufeff", start):
-                body_start = start + 1
-        raw = text[body_start:end]
-        stripped = raw.lstrip(" \t\n\r")
-        if stripped and stripped[0] in "#;":
-            if current is not None:
-                current.lines.append(_Line(start, end, nl_end, comment=True, continued=False))
-            continue
-        continued = _ends_escaped(raw)
-        if current is None:
-            current = _Logical([], [], [], [])
-        idx = len(current.lines)
-        current.lines.append(_Line(start, end, nl_end, comment=False, continued=continued))
-        for i, ch in enumerate(raw):
-            off = body_start + i
-            if continued and off == end - 1:
-                ch = " "
-            current.chars.append(ch)
-            current.offsets.append(off)
-            current.line_of.append(idx)
-        if not continued:
-            result.append(current)
-            current = None
-    if current is not None:
-        result.append(current)
-    return result
-
-
-def _cunescape_one(s: str, i: int) -> tuple[str, int]:
-    """Decode the escape whose letter is at ``s[i]``; return (char, next index) or raise."""
-    if i >= len(s):
-        raise UnitError("ExecStart= ends with a lone backslash.")
-    c = s[i]
-    if c in _SIMPLE_ESCAPES:
-        return _SIMPLE_ESCAPES[c], i + 1
-    width = {"x": 2, "u": 4, "U": 8}.get(c)
-    if width is not None:
-        digits = s[i + 1:i + 1 + width]
-        if len(digits) != width or any(d not in "0123456789abcdefABCDEF" for d in digits):
-            raise UnitError(f"ExecStart= has a malformed \\{c} escape.")
-        code = int(digits, 16)
-        if code == 0 or code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-            raise UnitError(f"ExecStart= has an escape pitcrew cannot represent (\\{c}{digits}).")
-        return chr(code), i + 1 + width
-    if c in "01234567":
-        digits = s[i:i + 3]
-        if len(digits) != 3 or any(d not in "01234567" for d in digits):
-            raise UnitError("ExecStart= has a malformed octal escape.")
-        code = int(digits, 8)
-        if code == 0:
-            raise UnitError("ExecStart= has an escaped NUL byte.")
-        return chr(code), i + 3
-    raise UnitError(f"ExecStart= has an unknown escape \\{c}; systemd would refuse it too.")
-
-
-def _split_words(value: str) -> list[tuple[str, int, int]]:
-    """systemd's word splitting of an ExecStart= value: (word, start, end) in ``value``."""
-    words: list[tuple[str, int, int]] = []
-    i = 0
-    n = len(value)
-    while True:
-        while i < n and value[i] in _WS:
-            i += 1
-        if i >= n:
-            return words
-        start = i
-        if value[i] == ";" and (i + 1 == n or value[i + 1] in _WS):
-            raise UnitError("ExecStart= holds several commands separated by ';'; pitcrew edits only one.")
-        if value.startswith("\\;", i) and (i + 2 == n or value[i + 2] in _WS):
-            words.append((";", start, i + 2))
-            i += 2
-            continue
-        out: list[str] = []
-        quote: str | None = None
-        while i < n:
-            c = value[i]
-            if quote is None and c in _WS:
-                break
-            if c == "\\":
-                ch, i = _cunescape_one(value, i + 1)
-                out.append(ch)
-                continue
-            if quote is None and c in "'\"":
-                quote = c
-            elif quote is not None and c == quote:
-                quote = None
-            else:
-                out.append(c)
-            i += 1
-        if quote is not None:
-            raise UnitError("ExecStart= has an unterminated quote.")
-        words.append(("".join(out), start, i))
 
 
 def _find_region(text: str) -> _Region:
-    _check_text(text)
+    check_text(text)
     section: str | None = None
-    found: list[tuple[_Logical, int]] = []
-    for logical in _logical_lines(text):
+    found: list[tuple[Logical, int]] = []
+    for logical in logical_lines(text):
         joined = "".join(logical.chars)
-        lead = len(joined) - len(joined.lstrip(_WS))
-        stripped = joined.strip(_WS)
+        lead = len(joined) - len(joined.lstrip(WS))
+        stripped = joined.strip(WS)
         if not stripped:
             continue
         if stripped.startswith("["):
@@ -250,12 +99,12 @@ def _find_region(text: str) -> _Region:
         eq = stripped.find("=")
         if eq <= 0 or section != "Service":
             continue
-        if stripped[:eq].strip(_WS) != "ExecStart":
+        if stripped[:eq].strip(WS) != "ExecStart":
             continue
         value_start = lead + eq + 1
-        while value_start < len(joined) and joined[value_start] in _WS:
+        while value_start < len(joined) and joined[value_start] in WS:
             value_start += 1
-        value = joined[value_start:].rstrip(_WS)
+        value = joined[value_start:].rstrip(WS)
         if not value:
             found.clear()  # "ExecStart=" resets the list, as in drop-ins
             continue
@@ -266,8 +115,8 @@ def _find_region(text: str) -> _Region:
         raise UnitError("The unit file has several ExecStart= lines; pitcrew edits only units with one.")
     logical, value_start = found[0]
     joined = "".join(logical.chars)
-    value = joined[value_start:].rstrip(_WS)
-    words = _split_words(value)
+    value = joined[value_start:].rstrip(WS)
+    words = split_words(value)
     if not words:
         raise UnitError("ExecStart= is empty.")
     tokens: list[_Token] = []
@@ -294,26 +143,6 @@ def read_exec_start(text: str) -> ExecStart:
     return _find_region(text).exec_start
 
 
-def quote_word(word: str) -> str:
-    """Render one word for ``ExecStart=`` so systemd reads it back unchanged (before expansion)."""
-    if "\x00" in word:
-        raise UnitError("A word for ExecStart= cannot contain a NUL byte.")
-    if word and all(c in _SAFE_WORD for c in word) and word != ";":
-        return word
-    out = ['"']
-    for c in word:
-        if c in '"\\':
-            out.append("\\" + c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t")
-        elif ord(c) < 0x20 or ord(c) == 0x7F:
-            out.append(f"\\x{ord(c):02x}")
-        else:
-            out.append(c)
-    out.append('"')
-    return "".join(out)
 
 
 def rewrite_exec_start(text: str, new_argv: Sequence[str]) -> str:

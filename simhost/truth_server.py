@@ -4,7 +4,8 @@ Run as its own process: `python -m simhost.truth_server --port 0 [--ttft 0.05 --
 --tokens-per-chunk 5.5 --capacity 3000 --max-running 16 --usage on|last|off ...]`; it prints
 `{"port": N, "pid": P}` on one line once it listens on 127.0.0.1. It serves
 `/v1/chat/completions` and `/v1/completions` (streaming), `/v1/models`, `/metrics`, `/truth`
-(parameters, max observed concurrency, per-request server-side times), `POST /truth/reset` and
+(parameters, max observed concurrency, and per request `[arrival, first chunk written, last chunk
+written, N, chunks, complete 1/0, prompt number or -1]` in `time.monotonic()` seconds), `POST /truth/reset` and
 `POST /control` (change parameters and fault knobs at run time).
 
 Cheap on CPU by construction: a bare asyncio HTTP/1.1 protocol, SSE frames encoded once, and one
@@ -21,6 +22,7 @@ import asyncio
 import dataclasses
 import heapq
 import os
+import re
 import sys
 import time
 from collections import deque
@@ -38,6 +40,9 @@ from simhost.truth_plan import (
 )
 
 
+_TAG = re.compile(rb"Request (\d+) ")
+
+
 @dataclasses.dataclass
 class Faults:
     kind: str | None = None  # "error" | "drop" | "hang" | "die"
@@ -52,7 +57,7 @@ class Faults:
 
 class Stream:
     __slots__ = ("admitted", "api", "arrival", "chunks", "closed", "conn", "drop_after", "first_write", "i",
-                 "last_write", "n", "plan", "usage", "v0")
+                 "last_write", "n", "plan", "tag", "usage", "v0")
 
     def __init__(self, conn: Conn, api: str, n: int, usage: str, plan: list[tuple[float, int]],
                  drop_after: int | None) -> None:
@@ -65,6 +70,7 @@ class Stream:
         self.closed = False
         self.admitted = False
         self.drop_after = drop_after
+        self.tag = -1.0
 
 
 class Server:
@@ -126,7 +132,7 @@ class Server:
         if s.i > 0:
             complete = 1.0 if s.i == len(s.plan) else 0.0
             self.records.append([s.arrival, s.first_write, s.last_write, float(s.n), float(s.chunks),
-                                 complete])
+                                 complete, s.tag])
         if decoding:
             self._advance()
             self.decoding -= 1
@@ -354,6 +360,9 @@ class Conn(asyncio.Protocol):
             usage = "off"
         drop = f.drop_after if f.kind == "drop" and f.applies(idx) else None
         s = Stream(self, api, max(n, 1), usage, stream_plan(max(n, 1), srv.p), drop)
+        tag = _TAG.search(body, 0, 600)
+        if tag is not None:
+            s.tag = float(tag.group(1))
         self.stream = s
         self.write(STREAM_HEAD)
         srv.submit(s)

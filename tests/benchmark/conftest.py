@@ -22,3 +22,4 @@ async def truth() -> AsyncIterator[Callable[..., Awaitable[TruthServer]]]:
     yield start
     for srv in started:
         await srv.stop()
+

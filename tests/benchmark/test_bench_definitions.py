@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bench_testutil import rel_slack, slack_ms
+
 from services.benchmark import BenchSpec, run_benchmark
 from simhost.truth_plan import TruthParams, truth_for
 
@@ -22,12 +24,13 @@ async def test_one_token_per_chunk_ttft_tpot_n(truth) -> None:
     assert lv.output_tokens == 3 * 40  # N exactly, from usage
     assert not lv.chunk_counted
     assert lv.tokens_per_chunk == 1.0
-    assert lv.ttft_ms.mean is not None and 50.0 <= lv.ttft_ms.mean <= 54.0  # role chunk not counted
-    assert lv.tpot_ms.mean is not None and abs(lv.tpot_ms.mean - 10.0) / 10.0 < 0.02
+    # the role chunk is not the first token; TTFT never reads below the truth
+    assert lv.ttft_ms.mean is not None and 50.0 <= lv.ttft_ms.mean <= 50.0 + slack_ms(lv)
+    assert lv.tpot_ms.mean is not None and abs(lv.tpot_ms.mean - 10.0) / 10.0 < rel_slack(lv, 390)
     d = lv.decode_tok_s_per_request.mean
-    assert d is not None and abs(d - 100.0) / 100.0 < 0.02
-    assert lv.e2e_ms.mean is not None and abs(lv.e2e_ms.mean - (50 + 390)) < 6.0
-    assert lv.icl_ms.mean is not None and abs(lv.icl_ms.mean - 10.0) < 0.3
+    assert d is not None and abs(d - 100.0) / 100.0 < rel_slack(lv, 390)
+    assert lv.e2e_ms.mean is not None and abs(lv.e2e_ms.mean - (50 + 390)) < 2 + slack_ms(lv)
+    assert lv.icl_ms.mean is not None and abs(lv.icl_ms.mean - 10.0) < 10.0 * rel_slack(lv, 390)
 
 
 async def test_fractional_tokens_per_chunk_is_exact(truth) -> None:
@@ -38,12 +41,12 @@ async def test_fractional_tokens_per_chunk_is_exact(truth) -> None:
     t = truth_for(55, TruthParams(ttft_s=0.05, rate=100.0, tokens_per_chunk=5.5, first_chunk="pattern"))
     assert t.chunks == 10 and t.tokens_per_chunk == 5.5
     assert lv.tokens_per_chunk == 5.5 and lv.output_tokens == 3 * 55
-    assert lv.ttft_ms.mean is not None and 50.0 <= lv.ttft_ms.mean <= 54.0
+    assert lv.ttft_ms.mean is not None and 50.0 <= lv.ttft_ms.mean <= 50.0 + slack_ms(lv)
     assert t.decode_tok_s is not None and t.tpot_s is not None
     d = lv.decode_tok_s_per_request.mean
-    assert d is not None and abs(d - t.decode_tok_s) / t.decode_tok_s < 0.02
+    assert d is not None and abs(d - t.decode_tok_s) / t.decode_tok_s < rel_slack(lv, 490)
     icl_truth = (t.e2e_s - t.ttft_s) / (t.chunks - 1) * 1000
-    assert lv.icl_ms.mean is not None and abs(lv.icl_ms.mean - icl_truth) / icl_truth < 0.02
+    assert lv.icl_ms.mean is not None and abs(lv.icl_ms.mean - icl_truth) / icl_truth < rel_slack(lv, 490)
 
 
 async def test_sglang_like_first_token_then_chunks_decode_rate(truth) -> None:
@@ -54,7 +57,7 @@ async def test_sglang_like_first_token_then_chunks_decode_rate(truth) -> None:
     t = truth_for(100, TruthParams(rate=200.0, tokens_per_chunk=5.5))
     assert lv.output_tokens == 300 and lv.tokens_per_chunk == t.tokens_per_chunk
     d = lv.decode_tok_s_per_request.mean
-    assert d is not None and abs(d - 200.0) / 200.0 < 0.02
+    assert d is not None and abs(d - 200.0) / 200.0 < rel_slack(lv, 495)
 
 
 async def test_usage_on_last_content_chunk(truth) -> None:
@@ -83,16 +86,18 @@ async def test_closed_loop_keeps_exactly_c_in_flight_and_steady_state(truth) -> 
     assert facts["max_concurrency"] == 8
     assert lv.requests == 16 and lv.failed == 0
     assert lv.achieved_concurrency is not None and lv.achieved_concurrency >= 0.9 * 8
-    assert lv.steady_decode_tok_s is not None and abs(lv.steady_decode_tok_s - 800.0) / 800.0 < 0.02
+    assert lv.steady_decode_tok_s is not None
+    assert abs(lv.steady_decode_tok_s - 800.0) / 800.0 < rel_slack(lv, 290)
     assert lv.output_tok_s is not None and lv.request_per_s is not None
 
 
 async def test_capacity_bound_server_steady_state_and_per_request_rate(truth) -> None:
     srv = await truth("--ttft", "0.02", "--rate", "100", "--capacity", "400")
     lv = (await run_benchmark(_spec(srv.url, concurrency=(8,), requests_per_level=8, output_len=30))).levels[0]
-    assert lv.steady_decode_tok_s is not None and abs(lv.steady_decode_tok_s - 400.0) / 400.0 < 0.02
+    assert lv.steady_decode_tok_s is not None
+    assert abs(lv.steady_decode_tok_s - 400.0) / 400.0 < rel_slack(lv, 580)
     d = lv.decode_tok_s_per_request.mean
-    assert d is not None and abs(d - 50.0) / 50.0 < 0.02
+    assert d is not None and abs(d - 50.0) / 50.0 < rel_slack(lv, 580)
 
 
 async def test_server_queueing_shows_in_ttft(truth) -> None:

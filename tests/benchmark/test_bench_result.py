@@ -49,9 +49,9 @@ def test_prometheus_parse_and_percentiles_and_steady_state() -> None:
     m = parse_prometheus('# HELP x\nsglang:spec_accept_length{tp_rank="0"} 4.5\nfoo_total 3\nbad line x\n')
     assert m == {"sglang:spec_accept_length": [4.5], "foo_total": [3.0]}
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5 and percentile([5.0], 99) == 5.0
-    recs = [RequestRecord(t0=0.0, queue_s=0.0, ttft=0.1, e2e=1.1, tokens=101, chunks=101, chunk_counted=False,
+    recs = [RequestRecord(index=0, t0=0.0, queue_s=0.0, ttft=0.1, e2e=1.1, tokens=101, chunks=101, chunk_counted=False,
                           max_gap=0.01),
-            RequestRecord(t0=0.5, queue_s=0.0, ttft=0.1, e2e=1.1, tokens=51, chunks=51, chunk_counted=False,
+            RequestRecord(index=0, t0=0.5, queue_s=0.0, ttft=0.1, e2e=1.1, tokens=51, chunks=51, chunk_counted=False,
                           max_gap=0.01)]
     # both decode over [0.6, 1.1]: 100 + 50 tok/s
     rate = steady_decode_rate(recs, 2)
