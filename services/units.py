@@ -1,10 +1,9 @@
 """Reading and editing a systemd unit file's ``ExecStart=`` line, the way systemd parses it.
 
-Owns: the unit-file reader (sections, comments, backslash continuation with comment lines
-interleaved, exactly as ``src/shared/conf-parser.c`` does it), the ``ExecStart=`` word splitter
-(systemd's ``extract_first_word`` with ``EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE``: quotes anywhere in a
-word, C escapes, the ``-@:+!`` prefixes, ``\\;``), and a token-level rewriter that changes only the
-words that differ and keeps every other byte of the file as it was.
+Owns: finding the one ``ExecStart=`` of the ``[Service]`` section (sections, comments and
+continuations read by `services.unit_syntax` exactly as ``src/shared/conf-parser.c`` does), its
+words and ``-@:+!`` prefix, a token-level rewriter that changes only the words that differ and
+keeps every other byte of the file as it was, and argv flag helpers (`get_flag`, `flag_diff`).
 
 Words are returned *before* specifier (``%h``) and environment (``$FOO``) expansion: those are left
 untouched, so reading and writing back never changes them. Anything the editor cannot handle
