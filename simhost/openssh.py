@@ -1,14 +1,15 @@
 """A real OpenSSH ``sshd`` serving the simulated host's command environment (tests only).
 
 `start_openssh_server` runs ``/usr/sbin/sshd -D -e`` on a free loopback port with its own config
-file under ``root/ssh/`` (never the system's): the host key, client key and published
-``known_hosts`` are the same files `simhost.ssh.start_ssh_server` uses, and ``SetEnv`` gives
-sessions the same environment (given env + ``PATH=<path_prefix>:<system PATH>``). Differences
-from the asyncssh server that are OpenSSH's own: sessions start in the user's home directory
-(not ``root``), run the user's login shell, SFTP is not confined, and closing a channel does not
-end its process (the client sends a ``signal`` request first; OpenSSH delivers it to the
-session's process group). The returned `OpenSshServer` has the same attributes as
-`simhost.ssh.SimSshServer`.
+file under ``root/ssh/`` (never the system's). The host key and client key are the files
+`simhost.ssh.start_ssh_server` uses, so both servers can serve one simulated host side by side;
+this server's pin is published in ``root/ssh/known_hosts_openssh``. ``SetEnv`` gives sessions
+the same environment (given env + ``PATH=<path_prefix>:<system PATH>``; pass ``HOME`` to keep
+bash from sourcing the real user's ``~/.bashrc``). Differences that are OpenSSH's own: sessions
+start in the user's home directory (not ``root``) under the user's login shell, SFTP is not
+confined, closing a channel does not end its process, and "signal" requests are refused for
+root logins (`services.ssh_host` copes with both). The returned `OpenSshServer` has the same
+attributes and methods as `simhost.ssh.SimSshServer`, plus ``pid``, ``config`` and ``log``.
 """
 
 from __future__ import annotations
@@ -197,11 +198,11 @@ async def start_openssh_server(
         while proc.returncode is None and asyncio.get_running_loop().time() < deadline:
             if await _listening(host, chosen):
                 known = known_hosts_line(host, chosen, host_key) + "\n"
-                await asyncio.to_thread((ssh_dir / "known_hosts").write_text, known)
+                await asyncio.to_thread((ssh_dir / "known_hosts_openssh").write_text, known)
                 return OpenSshServer(
                     host=host, port=chosen, user=user or getpass.getuser(),
                     client_key=ssh_dir / "client_key", client_public_key=ssh_dir / "client_key.pub",
-                    host_key=ssh_dir / "host_key", known_hosts=ssh_dir / "known_hosts",
+                    host_key=ssh_dir / "host_key", known_hosts=ssh_dir / "known_hosts_openssh",
                     root=root, config=config, log=log, _proc=proc,
                 )
             await asyncio.sleep(0.02)
