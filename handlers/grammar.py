@@ -41,23 +41,34 @@ from handlers.commands import (
     Try,
     Unschedule,
 )
+from handlers.grammar_args import (
+    FILLERS,
+    HOST_RE,
+    MAX_CONCURRENCY,
+    MAX_LEVELS,
+    MAX_SWEEP_VALUES,
+    NUM,
+    changes,
+    int_arg,
+    is_flag_word,
+    no_args,
+    one_id,
+    only_host,
+    pairs,
+    parse_host,
+    split_commas,
+    take_host,
+    take_levels,
+)
 from handlers.grammar_time import parse_duration_minutes, parse_schedule_spec
 from services.errors import UnknownCommand, UserInputError
 from services.sglang_flags import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
 
-__all__ = ["MAX_CONCURRENCY", "MAX_LEN", "MAX_LEVELS", "MAX_SWEEP_VALUES", "parse", "parse_host", "render"]
+__all__ = ["HOST_RE", "MAX_CONCURRENCY", "MAX_LEN", "MAX_LEVELS", "MAX_SWEEP_VALUES", "parse", "parse_host", "render"]
 
 MAX_LEN = 500
-MAX_SWEEP_VALUES = 12
-MAX_LEVELS = 8
-MAX_CONCURRENCY = 256
-MAX_ID = 2**31 - 1
-HOST_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t._:/=+,#@-")
 _MENTION = re.compile(r"^\s*(?:<@[A-Za-z0-9]+(?:\|[A-Za-z0-9._-]*)?>|[@/]pitcrew\b|pitcrew\s*[:,])\s*", re.I)
-_NUM = re.compile(r"#?[0-9]{1,10}")
-_BOOL_WORDS = frozenset({"on", "off", "true", "false", "yes", "no", "enable", "disable", "enabled", "disabled"})
-_FILLERS = frozenset({"with", "and", "please", "the", "to"})
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 _VERBS: dict[str, type[Command]] = {w: info.cls for info in COMMANDS for w in info.words}
@@ -128,7 +139,7 @@ def _parse_tokens(tokens: list[str]) -> Command:
 
 def _unknown(verb: str, tokens: list[str]) -> UnknownCommand:
     shown = verb[:40]
-    if lookup_flag(verb.partition("=")[0]) is not None or _NUM.fullmatch(verb):
+    if lookup_flag(verb.partition("=")[0]) is not None or NUM.fullmatch(verb):
         guess = "try " + " ".join(tokens)[:60]
         return UnknownCommand(f"I don't know the command '{shown}'. Did you mean '{guess}'?", suggestion=guess)
     words = [w for w in _VERBS if len(w) > 2]
@@ -141,183 +152,15 @@ def _unknown(verb: str, tokens: list[str]) -> UnknownCommand:
 
 # ---- small value parsers -------------------------------------------------------------------------
 
-def _int(tok: str, what: str, lo: int = 1, hi: int = MAX_ID) -> int:
-    if not _NUM.fullmatch(tok):
-        raise UserInputError(f"{what} must be a number, not '{tok[:40]}'.")
-    value = int(tok.lstrip("#"))
-    if not lo <= value <= hi:
-        raise UserInputError(f"{what} must be from {lo} to {hi}.")
-    return value
-
-
-def parse_host(tok: str) -> str:
-    """A host name as typed, lower-cased and checked: ``[a-z0-9][a-z0-9._-]{0,62}``, no ``..``."""
-    host = tok.lower()
-    if not HOST_RE.fullmatch(host) or ".." in host:
-        raise UserInputError(f"'{tok[:70]}' is not a valid host name. Use letters, digits, '.', '_' and '-' "
-                             "(starting with a letter or digit, at most 63 characters).")
-    return host
-
-
-def _take_host(args: list[str], bool_guard: bool = False) -> tuple[str | None, list[str]]:
-    """Remove ``on <host>`` (or ``host=<host>``) from args."""
-    host: str | None = None
-    rest: list[str] = []
-    i = 0
-    while i < len(args):
-        low = args[i].lower()
-        found: str | None = None
-        nxt = args[i + 1].lower() if i + 1 < len(args) else ""
-        prev = lookup_flag(args[i - 1]) if i > 0 and bool_guard else None
-        after_switch = prev is not None and prev.kind == "bool" and re.fullmatch(r"[0-9.+-]+", nxt) is not None
-        if low in ("on", "@") and nxt and "=" not in nxt and not after_switch and not (bool_guard and (
-                nxt in _BOOL_WORDS or nxt in _FILLERS or lookup_flag(nxt) is not None)):
-            found, i = args[i + 1], i + 2
-        elif low.startswith("host="):
-            found, i = args[i][5:], i + 1
-        else:
-            rest.append(args[i])
-            i += 1
-            continue
-        if host is not None:
-            raise UserInputError("Name one host per command.")
-        host = parse_host(found)
-    return host, rest
-
-
-def _levels(spec: str) -> tuple[int, ...]:
-    parts = [p for p in spec.split(",") if p]
-    if not parts:
-        raise UserInputError("Give concurrency levels like c=1,4,16.")
-    if len(parts) > MAX_LEVELS:
-        raise UserInputError(f"At most {MAX_LEVELS} concurrency levels per run.")
-    levels: list[int] = []
-    for p in parts:
-        level = _int(p, "A concurrency level", 1, MAX_CONCURRENCY)
-        if level not in levels:
-            levels.append(level)
-    return tuple(levels)
-
-
-def _take_levels(args: list[str]) -> tuple[tuple[int, ...] | None, list[str]]:
-    levels: tuple[int, ...] | None = None
-    rest: list[str] = []
-    i = 0
-    while i < len(args):
-        low = args[i].lower().lstrip("-")
-        key, eq, val = low.partition("=")
-        after_on = bool(rest) and rest[-1].lower() in ("on", "@") and not eq
-        if key in ("c", "concurrency", "conc") and (eq or i + 1 < len(args)) and not after_on:
-            if not eq:
-                val, i = args[i + 1], i + 1
-            if levels is not None:
-                raise UserInputError("Give the concurrency levels once, e.g. c=1,4,16.")
-            levels = _levels(val)
-            if rest and rest[-1].lower() == "at":
-                rest.pop()
-        else:
-            rest.append(args[i])
-        i += 1
-    return levels, rest
-
-
-def _only_host(args: list[str], name: str) -> str | None:
-    host, rest = _take_host(args)
-    rest = [a for a in rest if a.lower() not in ("of", "for", "host")]
-    if len(rest) > 1 or (rest and host is not None):
-        raise UserInputError(f"{name} takes at most a host name, e.g. '{name} gpu-1'.")
-    return parse_host(rest[0]) if rest else host
-
-
-def _no_args(args: list[str], cmd: Command) -> Command:
-    if args:
-        raise UserInputError(f"'{cmd.verb}' takes nothing after it.")
-    return cmd
-
-
-def _one_id(args: list[str], what: str, usage: str, skip: tuple[str, ...]) -> int:
-    rest = [a for a in args if a.lower() not in skip]
-    if len(rest) != 1:
-        raise UserInputError(f"Say which {what}, e.g. '{usage}'.")
-    return _int(rest[0], f"The {what} number")
-
-
-# ---- flag/value pairs -----------------------------------------------------------------------------
-
-def _is_flag_word(tok: str) -> bool:
-    return "=" not in tok and not _NUM.fullmatch(tok) and lookup_flag(tok) is not None
-
-
-def _pairs(args: list[str]) -> list[tuple[FlagDef, str]]:
-    out: list[tuple[FlagDef, str]] = []
-    i, n = 0, len(args)
-    while i < n:
-        tok = args[i]
-        if tok.lower() in _FILLERS:
-            i += 1
-            continue
-        if "=" in tok:
-            key, _, value = tok.partition("=")
-            if not key:
-                raise UserInputError("Write a change as flag=value, e.g. steps=10.")
-            fdef = resolve_flag(key)
-            if not value:
-                raise UserInputError(f"Give a value after '{key[:40]}=', e.g. {fdef.short}=<value>.")
-            out.append((fdef, value))
-            i += 1
-            continue
-        if _is_flag_word(tok):
-            fdef = resolve_flag(tok)
-            if fdef.kind == "bool":
-                if i + 1 < n and args[i + 1].lower() in _BOOL_WORDS:
-                    out.append((fdef, args[i + 1]))
-                    i += 2
-                else:
-                    out.append((fdef, "true"))
-                    i += 1
-                continue
-            if i + 1 >= n or "=" in args[i + 1] or _is_flag_word(args[i + 1]):
-                raise UserInputError(f"Give a value for {fdef.short}, e.g. '{fdef.short} <value>'.")
-            out.append((fdef, args[i + 1]))
-            i += 2
-            continue
-        if i + 1 < n and _is_flag_word(args[i + 1]):
-            out.append((resolve_flag(args[i + 1]), tok))
-            i += 2
-            continue
-        if _NUM.fullmatch(tok) or re.fullmatch(r"[0-9.+-]+", tok):
-            if i + 1 < n and "=" not in args[i + 1] and not re.fullmatch(r"[0-9.+-]+", args[i + 1]):
-                resolve_flag(args[i + 1])  # "10 stpes": raises with a "did you mean"
-            raise UserInputError(f"I can't tell which flag '{tok[:40]}' is for. Write it like 'steps {tok[:40]}'.")
-        resolve_flag(tok)  # raises with a "did you mean"
-        raise UserInputError(f"I couldn't read '{tok[:40]}'.")  # pragma: no cover - resolve_flag raised
-    return out
-
-
-def _changes(pairs: list[tuple[FlagDef, str]]) -> tuple[tuple[str, str], ...]:
-    seen: set[str] = set()
-    changes: list[tuple[str, str]] = []
-    for fdef, raw in pairs:
-        if fdef.name in seen:
-            raise UserInputError(f"{fdef.short} is given twice.")
-        seen.add(fdef.name)
-        changes.append((fdef.name, parse_value(fdef, raw)))
-    return tuple(changes)
-
-
 # ---- commands ---------------------------------------------------------------------------------
 
-def _split_commas(args: list[str]) -> list[str]:
-    return [part for a in args for part in a.split(",") if part]
-
-
 def _parse_try(args: list[str]) -> Try:
-    levels, args = _take_levels(args)
-    host, args = _take_host(_split_commas(args), bool_guard=True)
-    changes = _changes(_pairs(args))
-    if not changes:
+    levels, args = take_levels(args)
+    host, args = take_host(split_commas(args), bool_guard=True)
+    wanted = changes(pairs(args))
+    if not wanted:
         raise UserInputError("Say what to try, e.g. 'try 10 steps' or 'try mem=0.85 on gpu-2'.")
-    return Try(changes=changes, host=host, concurrency=levels)
+    return Try(changes=wanted, host=host, concurrency=levels)
 
 
 def _expand(fdef: FlagDef, spec: str) -> list[str]:
@@ -342,8 +185,8 @@ def _expand(fdef: FlagDef, spec: str) -> list[str]:
 
 
 def _parse_sweep(args: list[str]) -> Sweep:
-    levels, args = _take_levels(args)
-    host, args = _take_host(args, bool_guard=True)
+    levels, args = take_levels(args)
+    host, args = take_host(args, bool_guard=True)
     args = [a for a in args if a.lower() not in ("from", "values", "over", "in", "with")]
     fdef: FlagDef | None = None
     spec_parts: list[str] = []
@@ -352,7 +195,7 @@ def _parse_sweep(args: list[str]) -> Sweep:
         if eq and fdef is None:
             fdef = resolve_flag(key)
             spec_parts.append(value)
-        elif fdef is None and _is_flag_word(a):
+        elif fdef is None and is_flag_word(a):
             fdef = resolve_flag(a)
         elif a.lower() == "to" and spec_parts:
             spec_parts[-1] += ".."
@@ -376,12 +219,12 @@ def _parse_sweep(args: list[str]) -> Sweep:
 
 
 def _parse_bench(args: list[str]) -> Bench:
-    levels, args = _take_levels(args)
-    return Bench(concurrency=levels, host=_only_host(args, "bench"))
+    levels, args = take_levels(args)
+    return Bench(concurrency=levels, host=only_host(args, "bench"))
 
 
 def _parse_rollback(args: list[str]) -> Rollback:
-    host, args = _take_host(args)
+    host, args = take_host(args)
     revision: int | None = None
     rest: list[str] = []
     i = 0
@@ -393,7 +236,7 @@ def _parse_rollback(args: list[str]) -> Rollback:
         if re.fullmatch(r"(?:r|rev|#)?[0-9]{1,10}", low):
             if revision is not None:
                 raise UserInputError("Name one revision, e.g. 'rollback gpu-1 to 3'.")
-            revision = _int(re.sub(r"^(?:r|rev)", "", low), "The revision number")
+            revision = int_arg(re.sub(r"^(?:r|rev)", "", low), "The revision number")
         else:
             rest.append(args[i])
         i += 1
@@ -405,15 +248,15 @@ def _parse_rollback(args: list[str]) -> Rollback:
 
 
 def _parse_history(args: list[str]) -> History:
-    host, args = _take_host(args)
+    host, args = take_host(args)
     n: int | None = None
     for a in args:
         if a.lower() in ("last", "of", "for"):
             continue
-        if _NUM.fullmatch(a):
+        if NUM.fullmatch(a):
             if n is not None:
                 raise UserInputError("Say it like 'history gpu-1 20'.")
-            n = _int(a, "The number of jobs", 1, 100)
+            n = int_arg(a, "The number of jobs", 1, 100)
         elif host is None:
             host = parse_host(a)
         else:
@@ -422,22 +265,22 @@ def _parse_history(args: list[str]) -> History:
 
 
 def _parse_logs(args: list[str]) -> Logs:
-    host, args = _take_host(args)
+    host, args = take_host(args)
     incident: int | None = None
     n: int | None = None
     i = 0
     while i < len(args):
         low = args[i].lower()
         if low in ("incident", "inc") and i + 1 < len(args):
-            incident = _int(args[i + 1], "The incident number")
+            incident = int_arg(args[i + 1], "The incident number")
             i += 2
             continue
         if low in ("last", "of", "for", "lines"):
             pass
-        elif _NUM.fullmatch(low):
+        elif NUM.fullmatch(low):
             if n is not None:
                 raise UserInputError("Say it like 'logs gpu-1 50' or 'logs incident 7'.")
-            n = _int(low, "The number of lines", 1, 500)
+            n = int_arg(low, "The number of lines", 1, 500)
         elif host is None:
             host = parse_host(args[i])
         else:
@@ -449,15 +292,15 @@ def _parse_logs(args: list[str]) -> Logs:
 
 
 def _parse_kill_stale(args: list[str]) -> KillStale:
-    host, args = _take_host(args)
+    host, args = take_host(args)
     pid: int | None = None
     for a in args:
         low = a.lower()
         if low in ("pid", "process"):
             continue
-        if _NUM.fullmatch(low) and pid is None:
-            pid = _int(low, "The pid", 2, 4194304)
-        elif host is None and not _NUM.fullmatch(low):
+        if NUM.fullmatch(low) and pid is None:
+            pid = int_arg(low, "The pid", 2, 4194304)
+        elif host is None and not NUM.fullmatch(low):
             host = parse_host(a)
         else:
             raise UserInputError("Say it like 'kill-stale gpu-1 48213' (host, then the pid).")
@@ -470,22 +313,22 @@ def _parse_mute(args: list[str]) -> Mute:
     args = [a for a in args if a.lower() not in ("incident", "inc")]
     if not args:
         raise UserInputError("Say which incident, e.g. 'mute 7 for 2h'.")
-    incident = _int(args[0], "The incident number")
+    incident = int_arg(args[0], "The incident number")
     rest = [a for a in args[1:] if a.lower() != "for"]
     minutes = parse_duration_minutes(rest) if rest else 60
     return Mute(incident_id=incident, minutes=minutes)
 
 
 def _parse_again(args: list[str]) -> Again:
-    args = [a for a in args if a.lower() not in _FILLERS]
+    args = [a for a in args if a.lower() not in FILLERS]
     if not args:
         return Again()
-    if len(args) == 1 and "=" not in args[0] and not _is_flag_word(args[0]):
+    if len(args) == 1 and "=" not in args[0] and not is_flag_word(args[0]):
         check_plain(args[0], "again")
         if len(args[0]) > 64:
             raise UserInputError("That value is too long.")
         return Again(value=args[0])
-    return Again(changes=_changes(_pairs(_split_commas(args))))
+    return Again(changes=changes(pairs(split_commas(args))))
 
 
 def _token(args: list[str], word: str) -> str | None:
@@ -532,21 +375,21 @@ _PARSERS: dict[type[Command], Callable[[list[str]], Command]] = {
     Try: _parse_try,
     Sweep: _parse_sweep,
     Bench: _parse_bench,
-    Status: lambda a: Status(host=_only_host(a, "status")),
-    Queue: lambda a: _no_args(a, Queue()),
-    Cancel: lambda a: Cancel(job_id=_one_id(a, "job", "cancel 42", ("job",))),
+    Status: lambda a: Status(host=only_host(a, "status")),
+    Queue: lambda a: no_args(a, Queue()),
+    Cancel: lambda a: Cancel(job_id=one_id(a, "job", "cancel 42", ("job",))),
     Rollback: _parse_rollback,
-    Show: lambda a: Show(job_id=_one_id(a, "job", "show 42", ("job",))),
+    Show: lambda a: Show(job_id=one_id(a, "job", "show 42", ("job",))),
     Compare: lambda a: _compare(a),
     History: _parse_history,
-    Diff: lambda a: Diff(host=_only_host(a, "diff")),
+    Diff: lambda a: Diff(host=only_host(a, "diff")),
     Logs: _parse_logs,
     KillStale: _parse_kill_stale,
-    Ack: lambda a: Ack(incident_id=_one_id(a, "incident", "ack 7", ("incident", "inc"))),
+    Ack: lambda a: Ack(incident_id=one_id(a, "incident", "ack 7", ("incident", "inc"))),
     Mute: _parse_mute,
     Again: _parse_again,
-    Schedules: lambda a: _no_args(a, Schedules()),
-    Unschedule: lambda a: Unschedule(schedule_id=_one_id(a, "schedule", "unschedule 3", ("schedule",))),
+    Schedules: lambda a: no_args(a, Schedules()),
+    Unschedule: lambda a: Unschedule(schedule_id=one_id(a, "schedule", "unschedule 3", ("schedule",))),
     Confirm: lambda a: Confirm(token=_token(a, "yes")),
     Deny: lambda a: Deny(token=_token(a, "no")),
     Help: _parse_help,
@@ -557,7 +400,7 @@ def _compare(args: list[str]) -> Compare:
     ids = [a for a in args if a.lower() not in ("with", "vs", "and", "to", "job", "jobs", "versus")]
     if len(ids) != 2:
         raise UserInputError("Say which two jobs, e.g. 'compare 41 42'.")
-    return Compare(a=_int(ids[0], "The job number"), b=_int(ids[1], "The job number"))
+    return Compare(a=int_arg(ids[0], "The job number"), b=int_arg(ids[1], "The job number"))
 
 
 # ---- render: canonical text ---------------------------------------------------------------------
