@@ -336,7 +336,7 @@ class Conn(asyncio.Protocol):
         srv = self.server
         try:
             req = orjson.loads(body)
-            n = int(req.get("max_tokens") or 16)
+            n = int(req.get("max_completion_tokens") or req.get("max_tokens") or 16)
         except (orjson.JSONDecodeError, ValueError, TypeError, AttributeError):
             self._reply(400, b'{"error":{"message":"bad request body"}}')
             return
