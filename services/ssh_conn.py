@@ -118,13 +118,23 @@ class SshConnection:
                 self._connect_timeout,
             )
         except asyncssh.HostKeyNotVerifiable:
-            log.warning("host key of %s does not match the pinned key; refusing to connect", spec.name)
-            raise HostKeyMismatch(
-                f"The SSH host key of {self.label()} has changed (it does not match the pinned key); "
-                "pitcrew refuses to connect. An operator must confirm the new key before pitcrew "
-                "talks to this host again.",
-                host=spec.name,
-            ) from None
+            host_keys, ca_keys, _revoked, x509_certs, _rc, x509_subjects, _rs = known.match(
+                spec.address, spec.address, spec.port
+            )
+            if host_keys or ca_keys or x509_certs or x509_subjects:
+                log.warning("host key of %s does not match the pinned key; refusing to connect", spec.name)
+                message = (
+                    f"The SSH host key of {self.label()} has changed (it does not match the pinned key); "
+                    "pitcrew refuses to connect. An operator must confirm the new key before pitcrew "
+                    "talks to this host again."
+                )
+            else:
+                log.warning("no pinned host key for %s; refusing to connect", spec.name)
+                message = (
+                    f"No SSH host key is pinned for {self.label()} at {spec.address}:{spec.port}; pitcrew "
+                    "refuses to connect to an unknown key. An operator must confirm the host's key first."
+                )
+            raise HostKeyMismatch(message, host=spec.name, pinned=bool(host_keys or ca_keys)) from None
         except asyncssh.PermissionDenied:
             raise HostUnreachable(
                 f"{self.label().capitalize()} refused pitcrew's SSH key for user {spec.user!r}.",

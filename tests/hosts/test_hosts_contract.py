@@ -246,8 +246,9 @@ async def test_changed_host_key_is_refused_and_nothing_runs(target):
     empty = target.root / "empty_known_hosts"
     empty.write_text("")
     for known in (empty, target.root / "absent_known_hosts"):
-        with pytest.raises(HostKeyMismatch):
+        with pytest.raises(HostKeyMismatch) as unpinned:
             await target.host(target.spec(known_hosts=known)).run(["true"], timeout=5)
+        assert "pinned" in str(unpinned.value) and "operator must" in str(unpinned.value)
 
     # once the operator pins the new key (the server's published line), it works again
     assert (await target.host().run(["true"], timeout=5)).ok
