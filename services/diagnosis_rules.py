@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,12 +41,14 @@ class Invocation:
     """Evidence of one run of the unit (mutable while the journal is read)."""
 
     key: str
-    lines: list[JournalEntry] = field(default_factory=list)
+    line_count: int = 0
+    tail: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=16))  # last lines, for `unknown`
     events: list[SystemdEvent] = field(default_factory=list)
     start_us: int = 0
     end_us: int = 0
     pids: set[int] = field(default_factory=set)
-    sig_lines: list[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=list)
+    sig_lines: list[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=list)  # first 300...
+    sig_recent: deque[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=lambda: deque(maxlen=100))
     decode_entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=32))
     ready_us: int | None = None
     capacity: Capacity | None = None
@@ -84,7 +86,8 @@ class Invocation:
 
     def add_line(self, entry: JournalEntry) -> None:
         self._touch(entry.realtime_us)
-        self.lines.append(entry)
+        self.line_count += 1
+        self.tail.append(entry)
         if entry.pid is not None:
             self.pids.add(entry.pid)
         msg = entry.message
@@ -93,7 +96,7 @@ class Invocation:
             return
         sigs = signatures(msg)
         if sigs:
-            self.sig_lines.append((entry, sigs))
+            (self.sig_lines if len(self.sig_lines) < 300 else self.sig_recent).append((entry, sigs))
         if self.ready_us is None and is_ready_line(msg):
             self.ready_us = entry.realtime_us
         if self.capacity is None and "max_total_num_tokens=" in msg:
@@ -148,7 +151,7 @@ class Invocation:
 
     def sig(self, *names: str) -> list[JournalEntry]:
         """Lines carrying any of the signatures `names`, exception lines (`XxxError: ...`) first."""
-        hits = [(e, s) for e, s in self.sig_lines if any(n in s for n in names)]
+        hits = [(e, s) for e, s in (*self.sig_lines, *self.sig_recent) if any(n in s for n in names)]
         hits.sort(key=lambda h: "exception_line" not in h[1])
         return [e for e, _ in hits]
 
@@ -180,7 +183,7 @@ def infer_unit(entries: Sequence[JournalEntry]) -> str | None:
 
 
 def group_invocations(
-    entries: Sequence[JournalEntry], unit: str
+    entries: Iterable[JournalEntry], unit: str
 ) -> tuple[list[Invocation], list[JournalEntry]]:
     """Split a unit's entries into invocations (in time order) and kernel entries."""
     invocations: list[Invocation] = []
@@ -201,7 +204,7 @@ def group_invocations(
         if key is not None:
             found = by_id.get(key)
             if found is None:
-                adopt = current is not None and current.key.startswith("segment-") and not current.lines
+                adopt = current is not None and current.key.startswith("segment-") and not current.line_count
                 if (
                     adopt
                     and current is not None
@@ -231,7 +234,7 @@ def group_invocations(
 def _opens_segment(event: SystemdEvent | None, current: Invocation) -> bool:
     """Without invocation ids: a `Started` after lines or an exit, or a line after an exit, starts a run."""
     if event is not None:
-        return event.kind == "started" and (bool(current.lines) or current.ended)
+        return event.kind == "started" and (bool(current.line_count) or current.ended)
     return current.ended and current.key.startswith("segment-")
 
 
@@ -301,6 +304,9 @@ def _stale_holders(inv: Invocation, side: SideEvidence, unit: str) -> list[tuple
     main_pid = side.systemctl_show.get("MainPID")
     own = set(inv.pids) | ({int(main_pid)} if main_pid and main_pid.isdigit() and main_pid != "0" else set())
     procs = {p.pid: p for p in side.process_info}
+    for _ in range(3):  # children and grandchildren of the unit's main process are the unit's own
+        own |= {p.pid for p in side.process_info
+                if (p.ppid is not None and p.ppid in own) or (p.cgroup and f"/{unit}" in p.cgroup)}
     holders = []
     for app in side.nvidia_smi_apps:
         if app.pid in own:

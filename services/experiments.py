@@ -23,6 +23,7 @@ from services.deploy import ReadyReport, StartFailed, UnitOps
 from services.diagnosis import Diagnosis, SideEvidence, diagnose
 from services.errors import Conflict, DeployFailed, JobCancelled, UserInputError
 from services.events import EventBus
+from services.evidence import gather_side_evidence
 from services.hosts import HostPool
 from services.job_events import JobProgressed, JobResultsReady
 from services.jobs import JobContext
@@ -323,14 +324,7 @@ class Experiments:
 
     async def diagnose_now(self, ctx: JobContext, ops: UnitOps) -> Diagnosis:
         entries = await ops.recent_entries(400)
-        side: dict[str, Any] = {}
-        try:
-            side["systemctl_show"] = (await ops.state()).raw
-            side["nvidia_smi_apps"] = [{"pid": a.pid, "process_name": a.name, "used_memory": a.used_mib}
-                                       for a in await ops.gpu_apps()]
-            side["unit_file"] = await ops.read_unit()
-        except Exception as e:
-            log.info("side evidence incomplete on %s: %s", ctx.job.host, e)
+        side = await gather_side_evidence(ops.host, ops.unit)
         actions = await self.audit.query(AuditQuery(host=ctx.job.host, newest_first=True, limit=50,
                                                     actions=("deploy", "start", "stop", "restart", "rollback",
                                                              "kill")))
