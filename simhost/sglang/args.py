@@ -171,6 +171,39 @@ def server_args_repr(ns: argparse.Namespace) -> str:
              "disaggregation_decode_dp": None, "disaggregation_prefill_pp": 1, "disaggregation_ib_device": None,
              "num_reserved_decode_tokens": 512, "pdlb_url": None, "custom_weight_loader": [],
              "weight_loader_disable_mmap": False, "enable_pdmux": False, "sm_group_num": 3}
+    more = ("enable_lora max_lora_rank lora_target_modules max_loaded_loras lora_eviction_policy "
+            "enable_double_sparsity ds_channel_config_path ds_heavy_channel_num ds_heavy_token_num "
+            "ds_heavy_channel_type ds_sparse_decode_threshold tool_server enable_deterministic_inference "
+            "rl_on_policy_target enable_dynamic_batch_tokenizer dynamic_batch_tokenizer_batch_size "
+            "dynamic_batch_tokenizer_batch_timeout disable_outlines_disk_cache constrained_json_whitespace_pattern "
+            "constrained_json_disable_any_whitespace dist_timeout download_dir log_requests_level crash_on_nan "
+            "uvicorn_access_log_exclude_prefixes enable_metrics_for_all_schedulers "
+            "tokenizer_metrics_custom_labels_header admin_api_key weight_version hf_chat_template_name "
+            "completion_template sampling_defaults load_balance_method enable_multimodal "
+            "limit_mm_data_per_request enable_mm_global_cache moe_a2a_backend moe_dense_tp_size "
+            "flashinfer_mxfp4_moe_precision enable_flashinfer_allreduce_fusion deepep_mode deepep_config "
+            "enable_two_batch_overlap enable_single_batch_overlap tbo_token_distribution_threshold "
+            "enable_torch_compile_debug_mode torch_compile_max_bs piecewise_cuda_graph_max_tokens "
+            "enable_piecewise_cuda_graph piecewise_cuda_graph_tokens torchao_config enable_profile_cuda_graph "
+            "enable_cudagraph_gc cuda_graph_bs disable_cuda_graph_padding enable_layerwise_nvtx_marker "
+            "enable_memory_saver enable_weights_cpu_backup allow_auto_truncate enable_return_routed_experts "
+            "speculative_draft_model_revision speculative_draft_load_format speculative_moe_runner_backend "
+            "speculative_moe_a2a_backend speculative_draft_attention_backend speculative_ngram_min_match_window_size "
+            "speculative_ngram_max_match_window_size speculative_ngram_min_bfs_breadth "
+            "speculative_ngram_max_bfs_breadth speculative_ngram_match_type speculative_ngram_branch_length "
+            "speculative_ngram_capacity mamba_full_memory_ratio mamba_scheduler_strategy mamba_track_interval "
+            "hicache_storage_prefetch_policy hicache_storage_backend_extra_config enable_lmcache "
+            "kt_weight_path kt_method kt_cpuinfer kt_threadpool_count kt_num_gpu_experts "
+            "enable_request_time_stats_logging export_metrics_to_file export_metrics_to_file_dir "
+            "multi_item_scoring_delimiter enable_priority_scheduling abort_on_priority_when_disabled "
+            "schedule_low_priority_values_first priority_scheduling_preemption_threshold "
+            "remote_instance_weight_loader_seed_instance_ip remote_instance_weight_loader_seed_instance_service_port "
+            "remote_instance_weight_loader_send_weights_group_ports enable_dp_attention_local_control_broadcast "
+            "decrypted_config_file decrypted_draft_config_file mm_max_concurrent_calls mm_per_request_timeout "
+            "enable_broadcast_mm_inputs_process mm_process_config enable_fused_qk_norm_rope "
+            "enable_precise_embedding_interpolation forward_hooks enable_elastic_expert_backup")
+    for key in more.split():
+        fields.setdefault(key, None)
     for key, value in extra.items():
         fields.setdefault(key, value)
     body = ", ".join(f"{k}={v!r}" for k, v in fields.items())

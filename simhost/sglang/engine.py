@@ -182,11 +182,11 @@ class Engine:
         for req in batch:
             before = int(req.acc)
             req.acc += req.accept
+            self.stats.accepted_tokens += int(req.acc) - before
             self._emit(req, int(req.acc) - before)
             self._log_accepted += req.accept
             self._log_verifies += 1
         self.stats.verify_steps += len(batch)
-        self.stats.accepted_tokens += round(sum(r.accept for r in batch))
         self.running = [r for r in self.running if r.generated < r.target and not r.aborted]
         self._log_steps += 1
         if self._log_steps >= self.interval:

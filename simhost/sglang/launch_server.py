@@ -328,5 +328,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.stderr = sys.stdout
     sys.exit(main(sys.argv[1:]))
