@@ -117,6 +117,20 @@ def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | Non
     sys.exit(code)
 
 
+@main.command()
+@click.pass_context
+def serve(ctx: click.Context) -> None:
+    """Run the Slack app for the configured hosts (Socket Mode, or HTTP with PITCREW_SLACK__MODE=http)."""
+    from bot.serve import serve as run_serve
+    from bot.settings import ConfigError
+
+    settings = load(ctx)
+    try:
+        run_async(run_serve(settings))
+    except ConfigError as e:
+        fail(str(e))
+
+
 def _safe_url(url: str) -> str:
     if "@" in url:
         scheme, rest = url.split("://", 1)
