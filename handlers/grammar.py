@@ -70,6 +70,8 @@ MAX_LEN = 500
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t._:/=+,#@-")
 _MENTION = re.compile(r"^\s*(?:<@[A-Za-z0-9]+(?:\|[A-Za-z0-9._-]*)?>|[@/]pitcrew\b|pitcrew\s*[:,])\s*", re.I)
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Slack turns host-like words into links: <http://gpu-1.lab|gpu-1.lab> or <http://gpu-1.lab>
+_SLACK_LINK = re.compile(r"<(?:https?://)([A-Za-z0-9._-]{1,253})/?(?:\|([A-Za-z0-9._-]{1,253}))?>")
 
 _VERBS: dict[str, type[Command]] = {w: info.cls for info in COMMANDS for w in info.words}
 
@@ -114,8 +116,10 @@ def _tokens(text: str) -> list[str]:
 
 def parse(text: str) -> Command:
     """Parse one chat command. Raises `UserInputError` (or `UnknownCommand`) and nothing else."""
-    stripped = text if not isinstance(text, str) else _MENTION.sub("", text, count=1)
-    clean = _sanitize(stripped)
+    if isinstance(text, str):
+        text = _MENTION.sub("", text, count=1)
+        text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1), text)
+    clean = _sanitize(text)
     if clean.strip() in ("?", "help?"):
         return Help()
     tokens = _tokens(clean)

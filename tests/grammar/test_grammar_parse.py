@@ -115,6 +115,8 @@ EXAMPLES: list[tuple[str, Command]] = [
     ("/pitcrew try 10 steps", Try(((STEPS, "10"),))),
     ("<@U0ABC123> queue", Queue()),
     ("pitcrew: queue", Queue()),
+    ("status <http://gpu-1.lab|gpu-1.lab>", Status("gpu-1.lab")),
+    ("try 4 steps on <http://gpu-2.example.com>", Try(((STEPS, "4"),), host="gpu-2.example.com")),
     ("  STATUS   GPU-1  ", Status("gpu-1")),
     ("try \u2014speculative-num-steps 4", Try(((STEPS, "4"),))),
     ("sweep steps 1\u20133", Sweep(STEPS, ("1", "2", "3"))),
