@@ -61,7 +61,7 @@ class Backoff:
     jitter: float = 0.5  # fraction of the delay randomised (0 = none)
 
     def delay(self, attempts: int, *, at_least: float = 0.0) -> float:
-        raw = min(self.cap_s, self.base_s * (2 ** min(attempts, 30)))
+        raw = min(self.cap_s, self.base_s * float(2 ** min(attempts, 30)))
         jittered = raw * (1 - self.jitter) + raw * self.jitter * random.random()
         return max(at_least, jittered)
 

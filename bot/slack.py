@@ -35,6 +35,7 @@ from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
 from services.outbox import OutboxStore
+from services.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,8 @@ class SlackBot:
         source = str(command.get("trigger_id") or f"{channel}:{time.time_ns()}")
         asked = f"<@{user}>: `{self.command} {escape_mrkdwn(text)}`"
         self._spawn(self._handle(text, user=user, name=command.get("user_name"), channel=channel,
-                                 thread_key=None, reply_key=f"cmd:{source}", thread_ts=None, asked=asked))
+                                 thread_key=None, reply_key=f"cmd:{source}", thread_ts=None, asked=asked,
+                                 response_url=command.get("response_url")))
 
     async def _on_mention(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         if not self._first_time(body.get("event_id")) or not event.get("user"):
@@ -295,7 +297,7 @@ class SlackBot:
 
     async def _handle(self, text: str, *, user: str, name: str | None, channel: str, thread_key: str | None,
                       reply_key: str, thread_ts: str | None, asked: str | None,
-                      via_button: bool = False) -> None:
+                      via_button: bool = False, response_url: str | None = None) -> None:
         actor = await self._actor(user, name)
         msg = ChatMessage(text=text, actor=actor, channel=channel, thread_key=thread_key,
                           via_button=via_button)
@@ -310,8 +312,28 @@ class SlackBot:
             hints["thread_ts"] = thread_ts
         if asked and not reply.ephemeral:
             hints["asked"] = asked
-        await self.outbox.enqueue(reply_key, reply, channel=channel, thread_of=thread_key,
-                                  extra={"slack": hints})
+        if response_url:
+            hints["response_url"] = response_url
+        await self._enqueue_reply(reply_key, reply, channel=channel, thread_of=thread_key, hints=hints)
+
+    async def _enqueue_reply(self, key: str, reply: Reply, *, channel: str, thread_of: str | None,
+                             hints: dict[str, Any], attempts: int = 6) -> None:
+        """Put the answer in the outbox; if the database stays away, post it directly once."""
+        for i in range(attempts):
+            try:
+                await self.outbox.enqueue(key, reply, channel=channel, thread_of=thread_of,
+                                          extra={"slack": hints})
+                return
+            except Exception as exc:
+                log.warning("could not queue the answer %s (%s)", key, type(exc).__name__)
+                if i < attempts - 1:
+                    await asyncio.sleep(min(5.0, 0.2 * 2**i))
+        text = redact(reply.text)[:3000] or "(no answer)"
+        try:
+            await self.client.chat_postMessage(channel=channel, text=text,
+                                               thread_ts=hints.get("thread_ts"))
+        except Exception as exc:
+            log.error("answer %s lost: database and Slack both unavailable (%s)", key, type(exc).__name__)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         async def guarded() -> None:

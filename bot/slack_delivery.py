@@ -18,6 +18,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -83,6 +84,22 @@ class SlackDeliverer:
         hints: dict[str, Any] = payload.get("slack") or {}
         reply = Reply.from_json(payload)
         messages = self._messages(reply, hints)
+        try:
+            return await self._deliver_rendered(item, reply, hints, messages, existing=existing, parent=parent)
+        except SlackApiError as exc:
+            # A slash command in a channel the bot is not in (a DM, a private channel): answer
+            # through the command's response_url (valid 30 minutes), and say how to get threads.
+            error = exc.response.get("error") if exc.response is not None else None
+            url = hints.get("response_url")
+            if error not in ("not_in_channel", "channel_not_found") or not url or existing or parent:
+                raise
+            await self._respond(str(url), messages[0], ephemeral=reply.ephemeral)
+            return MessageRef(transport=TRANSPORT, channel=item.channel,
+                              ts=f"response_url:{item.idempotency_key}", thread_ts=None)
+
+    async def _deliver_rendered(self, item: OutboxItem, reply: Reply, hints: dict[str, Any],
+                                messages: list[SlackMessage], *, existing: MessageRef | None,
+                                parent: MessageRef | None) -> MessageRef:
         if reply.ephemeral and hints.get("user"):
             return await self._ephemeral(item, messages, user=str(hints["user"]), parent=parent,
                                          thread_ts=hints.get("thread_ts"))
@@ -181,6 +198,17 @@ class SlackDeliverer:
         uploads = [{"content": f.content, "filename": f.filename, "title": f.title or f.filename}
                    for f in files]
         await self.client.files_upload_v2(channel=channel, thread_ts=thread_ts, file_uploads=uploads)
+
+    async def _respond(self, url: str, msg: SlackMessage, *, ephemeral: bool) -> None:
+        note = {"type": "context", "elements": [{"type": "mrkdwn", "text":
+                "Invite pitcrew to this channel (`/invite @pitcrew`) to get job threads here."}]}
+        blocks = [*list(msg.blocks)[:49], note]
+        body = {"response_type": "ephemeral" if ephemeral else "in_channel", "text": msg.text,
+                "blocks": blocks, "replace_original": False}
+        timeout = aiohttp.ClientTimeout(total=10)
+        async with aiohttp.ClientSession(timeout=timeout) as session, session.post(url, json=body) as resp:
+            if resp.status >= 300:
+                raise RetryLater(f"response_url answered HTTP {resp.status}", retry_after=5.0)
 
     async def _find_posted(self, channel: str, key: str, *, thread_ts: str | None) -> str | None:
         """The ts of a message we already posted with this idempotency key, if any."""

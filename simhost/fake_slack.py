@@ -84,6 +84,7 @@ class FakeSlack:
         self.changed = asyncio.Event()
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []  # bodies POSTed to response URLs
         self._envelopes = itertools.count(1)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -97,6 +98,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._handle)
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_get("/socket", self._socket)
+        app.router.add_post("/response/{rid}", self._response_url)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -244,6 +246,17 @@ class FakeSlack:
         # Real-time based like Slack's (history `oldest` filters work), strictly increasing.
         self._last_ts = max(self._last_ts + 0.000001, time.time())
         return f"{self._last_ts:.6f}"
+
+    def response_url(self, rid: str = "r") -> str:
+        """A slash command's response_url served by this fake."""
+        return f"http://127.0.0.1:{self.port}/response/{rid}"
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.responses.append({"rid": request.match_info["rid"], **body})
+        self.calls.append(Call("response_url", body, 200, True))
+        self.changed.set()
+        return web.Response(text="ok")
 
     # -- Socket Mode ---------------------------------------------------------------------------
 

@@ -60,11 +60,12 @@ class Harness:
             return resp.status, text, time.perf_counter() - t0
 
     async def slash(self, text: str, *, user: str = "U1", name: str = "alice", channel: str = "C1",
-                    trigger: str = "trig-1", **kw: Any) -> tuple[int, str, float]:
+                    trigger: str = "trig-1", response_url: str = "http://127.0.0.1:9/resp",
+                    **kw: Any) -> tuple[int, str, float]:
         body = urllib.parse.urlencode({
             "token": "legacy", "team_id": "T0001", "team_domain": "fake", "channel_id": channel,
             "channel_name": "gpu-ops", "user_id": user, "user_name": name, "command": "/pitcrew",
-            "text": text, "api_app_id": "A1", "response_url": "http://127.0.0.1:9/resp",
+            "text": text, "api_app_id": "A1", "response_url": response_url,
             "trigger_id": trigger})
         return await self.post(body, "application/x-www-form-urlencoded", **kw)
 

@@ -98,3 +98,27 @@ async def test_slash_command_acks_fast_while_slack_api_is_down(make_harness) -> 
     assert status == 200 and took < 1.0
     await h.fake.wait_for(lambda f: any("ok: status" in m.text for m in f.messages), timeout=20)
     assert not h.fake.duplicates()
+
+
+async def test_command_in_a_channel_the_bot_is_not_in_answers_via_response_url(make_harness) -> None:
+    h: Harness = await make_harness(echo)
+    h.fake.add_channel("G9", "private-team", is_member=False)
+    status, _, _ = await h.slash("status", channel="G9", trigger="t-g9", response_url=h.fake.response_url("g9"))
+    assert status == 200
+    await h.fake.wait_for(lambda f: bool(f.responses), timeout=10)
+    (resp,) = h.fake.responses
+    assert resp["rid"] == "g9" and resp["response_type"] == "in_channel" and "ok: status" in resp["text"]
+    assert "/invite @pitcrew" in str(resp["blocks"])
+    await _drained(h, 5)
+
+
+async def test_answer_is_posted_directly_when_the_database_stays_away(make_harness) -> None:
+    h: Harness = await make_harness(echo)
+
+    async def broken(*a: object, **k: object) -> None:
+        raise ConnectionError("database away")
+
+    h.bot.outbox.enqueue = broken  # type: ignore[method-assign]
+    await h.bot._enqueue_reply("cmd:x", Reply(text="still answered"), channel="C1", thread_of=None,
+                               hints={}, attempts=2)
+    assert [m.text for m in h.fake.messages] == ["still answered"]
