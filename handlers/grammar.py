@@ -60,6 +60,7 @@ from handlers.grammar_args import (
     take_host,
     take_levels,
 )
+from handlers.grammar_render import render
 from handlers.grammar_time import parse_duration_minutes, parse_schedule_spec
 from services.errors import UnknownCommand, UserInputError
 from services.sglang_flags import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
@@ -405,55 +406,3 @@ def _compare(args: list[str]) -> Compare:
     if len(ids) != 2:
         raise UserInputError("Say which two jobs, e.g. 'compare 41 42'.")
     return Compare(a=int_arg(ids[0], "The job number"), b=int_arg(ids[1], "The job number"))
-
-
-# ---- render: canonical text ---------------------------------------------------------------------
-
-def _opt(prefix: str, value: object | None) -> str:
-    return "" if value is None else f" {prefix}{value}"
-
-
-def _levels_text(levels: tuple[int, ...] | None) -> str:
-    return "" if levels is None else " c=" + ",".join(str(c) for c in levels)
-
-
-def render(cmd: Command) -> str:
-    """Canonical text for a command; ``parse(render(cmd)) == cmd``."""
-    if isinstance(cmd, Try):
-        body = " ".join(f"{f}={v}" for f, v in cmd.changes)
-        return f"try {body}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Sweep):
-        return f"sweep {cmd.flag}={','.join(cmd.values)}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Bench):
-        return f"bench{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Status | Diff):
-        return f"{cmd.verb}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Cancel | Show):
-        return f"{cmd.verb} {cmd.job_id}"
-    if isinstance(cmd, Rollback):
-        return f"rollback{_opt('on ', cmd.host)}{_opt('to ', cmd.to_revision)}"
-    if isinstance(cmd, Compare):
-        return f"compare {cmd.a} {cmd.b}"
-    if isinstance(cmd, History):
-        return f"history{_opt('on ', cmd.host)}{_opt('', cmd.n)}"
-    if isinstance(cmd, Logs):
-        return f"logs{_opt('on ', cmd.host)}{_opt('incident ', cmd.incident_id)}{_opt('', cmd.n)}"
-    if isinstance(cmd, KillStale):
-        return f"kill-stale{_opt('on ', cmd.host)} {cmd.pid}"
-    if isinstance(cmd, Mute):
-        return f"mute {cmd.incident_id} for {cmd.minutes}m"
-    if isinstance(cmd, Ack):
-        return f"ack {cmd.incident_id}"
-    if isinstance(cmd, Again):
-        if cmd.value is not None:
-            return f"again with {cmd.value}"
-        return "again" + "".join(f" {f}={v}" for f, v in cmd.changes)
-    if isinstance(cmd, Confirm | Deny):
-        return f"{cmd.verb}{_opt('', cmd.token)}"
-    if isinstance(cmd, Help):
-        return f"help{_opt('', cmd.topic)}"
-    if isinstance(cmd, Schedule):
-        return f"{cmd.cron.describe()} {render(cmd.command)}"
-    if isinstance(cmd, Unschedule):
-        return f"unschedule {cmd.schedule_id}"
-    return cmd.verb
