@@ -1,0 +1,50 @@
+"""The seed story's crash with automatic rollback, and a sweep with its summary, chart and plateau."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+SMALL = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 32, "output_len": 48}
+
+
+def _job_id(text: str) -> int:
+    return int(re.search(r"Job (\d+)", text).group(1))
+
+
+async def test_seed_try_10_steps_fails_diagnosed_and_rolls_back(make_bot) -> None:
+    bot = await make_bot("seed", bench=SMALL)
+    before = bot.unit_text()
+    assert "--speculative-num-steps 5" in before
+    job = await bot.wait_job(_job_id((await bot.say("try 10 steps")).text), timeout=180)
+    assert job.state == "failed"
+    assert "crashed under load at C=8" in job.summary
+    failure = bot.messages(lambda d: d.key == f"job:{job.id}:failure")
+    assert failure, [d.key for d in bot.transcript.log]
+    text = failure[-1].reply.text
+    assert "cuda_oom_runtime" in text and "Rolled back automatically" in text
+    assert "accept len 5.5" in text  # it ran before it died, and the message says so
+    # partial results (C=1) were still posted
+    tables = bot.messages(lambda d: d.thread_of == f"job:{job.id}" and d.reply.tables)
+    assert [r[0] for r in tables[0].reply.tables[0].rows] == ["1"]
+    # the host is back on the previous revision and serves
+    assert bot.unit_text() == before
+    async with httpx.AsyncClient(timeout=10) as client:
+        r = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
+                              json={"model": "x", "prompt": "hi", "max_tokens": 4})
+    assert r.status_code == 200
+
+
+async def test_sweep_posts_summary_chart_and_calls_the_plateau(make_bot) -> None:
+    bench = {"concurrency": [1], "requests_per_level": 4, "warmup": 1, "input_len": 32, "output_len": 96}
+    bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"})
+    job = await bot.wait_job(_job_id((await bot.say("sweep steps 1..5")).text), timeout=240)
+    assert job.state == "succeeded", job.summary
+    (summary,) = bot.messages(lambda d: d.key == f"job:{job.id}:sweep")
+    table = summary.reply.tables[0]
+    assert [r[0] for r in table.rows] == ["1", "2", "3", "4", "5"]
+    assert summary.reply.attachments and summary.reply.attachments[0].content.startswith(b"\x89PNG")
+    assert "best *4*" in summary.reply.text  # 5 is within the plateau margin of 4: the smaller wins
+    assert "plateau" in summary.reply.text
+    assert "--speculative-num-steps 4" in bot.unit_text()
