@@ -12,20 +12,19 @@ from typing import Any
 import click
 
 
-def load_journal(path: str, *, max_entries: int | None = None) -> tuple[list[Any], Any]:
-    """Read and parse a journal export: the ingest path `pitcrew diagnose` and its benchmark share.
+def diagnose_file(path: str, side: Any = None, *, unit: str | None = None) -> tuple[Any, Any]:
+    """The ingest and diagnosis of `pitcrew diagnose` (shared with its benchmark): one streaming pass.
 
-    Returns (entries, ParseStats). With `max_entries`, only the last that many entries are kept.
+    Returns (Diagnosis, ParseStats). Entries are parsed and handed to diagnosis one at a time, so memory
+    does not grow with the journal. Raises OSError when the file cannot be read.
     """
-    from collections import deque
-
+    from services.diagnosis import diagnose as run_diagnosis
     from services.journal_format import ParseStats, iter_entries
 
     stats = ParseStats()
     with open(path, "rb") as fh:
-        entries = iter_entries(fh, stats)
-        kept = list(deque(entries, maxlen=max_entries)) if max_entries else list(entries)
-    return kept, stats
+        result = run_diagnosis(iter_entries(fh, stats), side, unit=unit)
+    return result, stats
 
 
 def _fail(message: str) -> None:
@@ -39,23 +38,13 @@ def _fail(message: str) -> None:
               help="Side evidence as one JSON object (systemctl_show, nvidia_smi_apps, kernel_journal, actions...).")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnosis as one JSON object.")
 @click.option("--unit", default=None, help="Unit name (default: the unit most entries belong to).")
-@click.option("--max-entries", default=2_000_000, show_default=True, type=click.IntRange(min=1),
-              help="Analyse only the last N entries of a huge export.")
-def diagnose(file: str, extra_file: str | None, as_json: bool, unit: str | None, max_entries: int) -> None:
+def diagnose(file: str, extra_file: str | None, as_json: bool, unit: str | None) -> None:
     """Diagnose a saved journalctl -o json export of a unit (post-mortem)."""
     import orjson
 
     from services.diagnosis import SideEvidence
-    from services.diagnosis import diagnose as run_diagnosis
     from services.errors import PitcrewError
 
-    try:
-        entries, stats = load_journal(file, max_entries=max_entries)
-    except OSError as exc:
-        _fail(f"cannot read {file}: {exc.strerror or exc}")
-    if not entries:
-        _fail(f"{file} holds no journal entries ({stats.bad_lines} unreadable lines); "
-              "expected `journalctl -u UNIT -o json` output, one JSON object per line")
     side = SideEvidence()
     if extra_file:
         try:
@@ -67,7 +56,13 @@ def diagnose(file: str, extra_file: str | None, as_json: bool, unit: str | None,
             _fail(f"{extra_file} is not valid JSON: {exc}")
         except PitcrewError as exc:
             _fail(f"{extra_file}: {exc}")
-    result = run_diagnosis(entries, side, unit=unit)
+    try:
+        result, stats = diagnose_file(file, side, unit=unit)
+    except OSError as exc:
+        _fail(f"cannot read {file}: {exc.strerror or exc}")
+    if not stats.entries:
+        _fail(f"{file} holds no journal entries ({stats.bad_lines} unreadable lines); "
+              "expected `journalctl -u UNIT -o json` output, one JSON object per line")
     if as_json:
         click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode())
         return

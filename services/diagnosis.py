@@ -10,9 +10,10 @@ returns a `Diagnosis` whose `to_json()` is the `--json` shape of issue 6.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain, islice
 from types import MappingProxyType
 from typing import Any
 
@@ -332,17 +333,28 @@ def detect_restart_loop(
 
 
 def diagnose(
-    entries: Sequence[JournalEntry],
+    entries: Iterable[JournalEntry],
     side: SideEvidence | None = None,
     *,
     unit: str | None = None,
     loop_threshold: int = 2,
     loop_window_s: float = 600,
 ) -> Diagnosis:
-    """Diagnose a unit from its journal entries and the side evidence."""
+    """Diagnose a unit from its journal entries (any iterable, read once) and the side evidence.
+
+    Memory stays bounded for any journal length: per invocation only the evidence the rules read is kept
+    (signature lines, the last lines, the last `Decode batch` lines). Without `unit`, the unit is inferred
+    from the first 5,000 entries.
+    """
     side = side if side is not None else SideEvidence()
-    unit_name = unit or infer_unit(entries) or "unknown.service"
-    invocations, kernel = group_invocations(entries, unit_name)
+    stream: Iterable[JournalEntry] = entries
+    unit_name = unit
+    if unit_name is None:
+        it = iter(entries)
+        head = list(islice(it, 5000))
+        unit_name = infer_unit(head) or "unknown.service"
+        stream = chain(head, it)
+    invocations, kernel = group_invocations(stream, unit_name)
     kernel.extend(side.kernel_journal)
     events = [ev for inv in invocations for ev in inv.events]
     for inv in invocations:

@@ -62,7 +62,7 @@ def failing_rules(
             0.3,
             f"{unit} failed but journald rate-limited its log ({dropped} messages dropped): the lines "
             "that would say why are gone.",
-            tuple([inv.suppressed[0].message, *exits, *_lines(inv.lines[-2:])]),
+            tuple([inv.suppressed[0].message, *exits, *_lines(list(inv.tail)[-2:])]),
             "Raise journald's RateLimitBurst/RateLimitIntervalSec (or the unit's LogRateLimit*), "
             "restart once and read the failure again.",
         )
@@ -126,7 +126,7 @@ def failing_rules(
 
     kv = inv.sig("kv_not_enough")
     if kv:
-        every = all(i.sig("kv_not_enough") for i in failing if i.lines)
+        every = all(i.sig("kv_not_enough") for i in failing if i.line_count)
         conf = 0.92 if every and len(failing) > 1 else 0.82
         return Finding(
             "kv_cache_oom",
@@ -289,7 +289,7 @@ def failing_rules(
             config_change=change,
         )
 
-    tail = [e.message for e in inv.lines[-3:]]
+    tail = [e.message for e in list(inv.tail)[-3:]]
     return Finding(
         "unknown",
         0.3,

@@ -85,7 +85,11 @@ class Invocation:
         self.end_us = max(self.end_us, t)
 
     def add_line(self, entry: JournalEntry) -> None:
-        self._touch(entry.realtime_us)
+        t = entry.realtime_us
+        if t > self.end_us:
+            self.end_us = t
+        if not self.start_us or t < self.start_us:
+            self.start_us = t
         self.line_count += 1
         self.tail.append(entry)
         if entry.pid is not None:
@@ -93,6 +97,8 @@ class Invocation:
         msg = entry.message
         if "Decode batch" in msg:
             self.decode_entries.append(entry)
+            return
+        if "Prefill batch" in msg or 'HTTP/1.1" 200 OK' in msg:  # the other high-volume benign lines
             return
         sigs = signatures(msg)
         if sigs:
@@ -194,7 +200,12 @@ def group_invocations(
         if entry.transport == "kernel":
             kernel.append(entry)
             continue
-        event = classify(entry, unit)
+        pid = entry.pid
+        event = (
+            classify(entry, unit)
+            if pid == 1 or pid is None or entry.identifier == "systemd" or entry.message.startswith("Supp")
+            else None
+        )
         if event is not None and event.kind == "suppressed":
             inv = current or _new(invocations, f"segment-{len(invocations)}")
             inv.add_event(event)
