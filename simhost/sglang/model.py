@@ -39,7 +39,7 @@ PREFILL_TOK_S = 20000.0
 SPEED = {0: (1.0, 80.0), 1: (1.62, 123.0), 2: (2.31, 186.0), 3: (2.85, 240.0), 4: (3.30, 277.0),
          5: (3.62, 282.0), 6: (4.05, 284.0), 7: (4.45, 285.0), 8: (4.85, 284.0), 9: (5.20, 283.0),
          10: (5.50, 281.5)}
-JITTER = {10: 0.04}  # steps 10: 270-293 tok/s between requests (FIELD-NOTES)
+JITTER = {10: 0.03}  # steps 10: 270-293 tok/s between requests (FIELD-NOTES)
 
 
 def k_factor(mem_fraction: float, total_mib: int) -> float:
