@@ -30,8 +30,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import DeliveryStats, StoreOutbox, run_delivery
 from bot.render import ACTION_PREFIX, escape_mrkdwn, render_click_receipt
-from bot.settings import ConfigError, SlackSettings
-from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
 from services.outbox import OutboxStore
@@ -43,15 +41,26 @@ Dispatch = Callable[[ChatMessage], Awaitable[Reply]]
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 
 
+class _DropTokenSkipped(logging.Filter):
+    """Bolt warns that the client's token is 'ignored' when `authorize` is given; it is not."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "will be ignored" not in record.getMessage()
+
+
 @contextmanager
 def _no_oauth_env() -> Any:
     """Bolt turns OAuth on by itself when SLACK_CLIENT_ID/SECRET are set: hide them meanwhile."""
     import os
 
     saved = {k: os.environ.pop(k) for k in ("SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET") if k in os.environ}
+    bolt_log = logging.getLogger("slack_bolt.AsyncApp")
+    quiet = _DropTokenSkipped()
+    bolt_log.addFilter(quiet)
     try:
         yield
     finally:
+        bolt_log.removeFilter(quiet)
         os.environ.update(saved)
 
 
@@ -246,7 +255,8 @@ class SlackBot:
             return
         if not self._first_time(body.get("event_id")):
             return
-        self._spawn(self._from_event(event, raw.strip(), only_our_threads=in_thread))
+        self._spawn(self._from_event(event, raw.strip(), only_our_threads=in_thread,
+                                     in_dm=not in_thread))
 
     async def _on_button(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
@@ -254,7 +264,8 @@ class SlackBot:
 
     # -- the work after the ack ---------------------------------------------------------------
 
-    async def _from_event(self, event: dict[str, Any], text: str, *, only_our_threads: bool = False) -> None:
+    async def _from_event(self, event: dict[str, Any], text: str, *, only_our_threads: bool = False,
+                          in_dm: bool = False) -> None:
         channel = str(event.get("channel"))
         ts = str(event.get("ts"))
         thread_ts = event.get("thread_ts")
@@ -263,7 +274,7 @@ class SlackBot:
             return  # a thread that is not one of ours
         await self._handle(text, user=str(event["user"]), name=None, channel=channel,
                            thread_key=thread_key, reply_key=f"msg:{channel}:{ts}",
-                           thread_ts=None if thread_key else (thread_ts or ts), asked=None)
+                           thread_ts=None if thread_key or in_dm else (thread_ts or ts), asked=None)
 
     async def _click(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         command = str(action.get("value") or "").strip()
@@ -283,6 +294,8 @@ class SlackBot:
         if clicked_key is not None:
             await self.outbox.enqueue(clicked_key, Reply(text=f"{label} chosen"), channel=channel,
                                       extra={"slack": {"blocks": receipt, "text": message.get("text")}})
+        elif container.get("is_ephemeral") and body.get("response_url"):
+            await self._replace_via_response_url(str(body["response_url"]), receipt)
         else:
             try:
                 await self.client.chat_update(channel=channel, ts=msg_ts, blocks=receipt,
@@ -294,6 +307,17 @@ class SlackBot:
                            channel=channel, thread_key=thread_key, reply_key=f"click:{source}",
                            thread_ts=None if thread_key else str(parent_ts or msg_ts),
                            asked=f"{who} chose *{escape_mrkdwn(label)}*", via_button=True)
+
+    async def _replace_via_response_url(self, url: str, blocks: list[dict[str, Any]]) -> None:
+        """Ephemeral messages cannot be edited with chat.update: use the click's response_url."""
+        from aiohttp import ClientSession, ClientTimeout
+
+        try:
+            async with ClientSession(timeout=ClientTimeout(total=10)) as session, session.post(
+                    url, json={"replace_original": True, "blocks": blocks, "text": "done"}) as resp:
+                await resp.read()
+        except Exception as exc:
+            log.warning("could not mark the clicked ephemeral message (%s)", type(exc).__name__)
 
     async def _handle(self, text: str, *, user: str, name: str | None, channel: str, thread_key: str | None,
                       reply_key: str, thread_ts: str | None, asked: str | None,
@@ -357,43 +381,3 @@ class SlackBot:
             self._seen.popitem(last=False)
         return True
 
-
-def missing_settings_message(missing: list[str]) -> str:
-    """What `pitcrew serve` says when Slack tokens are missing."""
-    lines = ["Slack is not configured; missing: " + ", ".join(missing) + ".",
-             "Create the app from slack/manifest.yaml (https://api.slack.com/apps -> Create New App ->",
-             "From a manifest), install it, then export the bot token (xoxb-...) and, for Socket Mode,",
-             "an app-level token with connections:write (xapp-...); for HTTP mode the signing secret.",
-             "No Slack workspace at hand? Try `pitcrew demo`."]
-    return "\n".join(lines)
-
-
-async def run_slack(slack: SlackSettings, *, dispatch: Dispatch, store: OutboxStore, stop: asyncio.Event,
-                    bot_ready: Callable[[SlackBot], Awaitable[None]] | None = None) -> None:
-    """Run the Slack transport from settings until ``stop`` is set (Socket Mode or HTTP mode).
-
-    ``bot_ready`` is called once the bot is built and started, e.g. to hand ``bot.outbox`` to the
-    job runner and incident notifier so their messages wake the delivery loop at once.
-    """
-    missing = slack.missing()
-    if missing:
-        raise ConfigError(missing_settings_message(missing))
-    assert slack.bot_token is not None
-    client = build_web_client(slack.bot_token.get_secret_value(), base_url=slack.api_base_url)
-    secret = slack.signing_secret.get_secret_value() if slack.signing_secret else None
-    bot = SlackBot(client=client, dispatch=dispatch, store=store,
-                   signing_secret=secret if slack.mode == "http" else None, command=slack.command)
-    await bot.start()
-    try:
-        if bot_ready is not None:
-            await bot_ready(bot)
-        if slack.mode == "http":
-            port = await bot.serve_http(slack.http_host, slack.http_port)
-            log.info("Slack HTTP mode on %s:%d (POST /slack/events, GET /healthz)", slack.http_host, port)
-        else:
-            assert slack.app_token is not None
-            await bot.start_socket_mode(slack.app_token.get_secret_value())
-            log.info("Slack Socket Mode connected")
-        await stop.wait()
-    finally:
-        await bot.aclose()

@@ -126,3 +126,43 @@ async def test_thread_reply_and_mention(make_harness) -> None:
     await h.fake.wait_for(lambda f: any(m.thread_ts == mention_ts for m in f.messages))
     assert [m.text for m in h.seen] == ["again with 12", "status"]
     assert h.seen[1].thread_key is None
+
+
+async def test_direct_message_is_a_command_answered_in_the_dm(make_harness) -> None:
+    h: Harness = await make_harness(job_dispatch)
+    h.fake.add_channel("D1", "dm-alice")
+    status, _, _ = await h.event({"type": "message", "channel": "D1", "user": "U1", "text": "status",
+                                  "ts": f"{time.time():.6f}", "channel_type": "im"}, event_id="EvDM")
+    assert status == 200
+    await h.fake.wait_for(lambda f: len(f.messages) == 1)
+    assert h.seen[0].text == "status" and h.seen[0].channel == "D1"
+    assert h.fake.messages[0].channel == "D1" and h.fake.messages[0].thread_ts is None
+    # the bot's own messages and edits never trigger anything
+    await h.event({"type": "message", "channel": "D1", "bot_id": "BBOT", "text": "x", "ts": "3.0",
+                   "channel_type": "im"}, event_id="EvDM2")
+    await h.event({"type": "message", "subtype": "message_changed", "channel": "D1", "ts": "3.1",
+                   "channel_type": "im", "message": {"text": "y"}}, event_id="EvDM3")
+    await asyncio.sleep(0.2)
+    assert len(h.seen) == 1
+
+
+async def test_click_on_an_ephemeral_message_is_marked_through_response_url(make_harness) -> None:
+    h: Harness = await make_harness(job_dispatch)
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "Confirm?"}},
+              {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Yes"},
+                                                "value": "confirm 3", "action_id": "pitcrew_cmd:0:abc"}]}]
+    message = {"type": "message", "ts": "9.9", "text": "Confirm?", "blocks": blocks}
+    import json as _json
+    import urllib.parse as _up
+    payload = {"type": "block_actions", "team": {"id": "T0001"}, "user": {"id": "U1", "username": "alice"},
+               "api_app_id": "A1", "trigger_id": "tr-e",
+               "container": {"type": "message", "message_ts": "9.9", "channel_id": "C1", "is_ephemeral": True},
+               "channel": {"id": "C1"}, "message": message, "response_url": h.fake.response_url("eph"),
+               "actions": [{**blocks[1]["elements"][0], "block_id": "b", "action_ts": "1"}]}
+    status, _, _ = await h.post(_up.urlencode({"payload": _json.dumps(payload)}),
+                                "application/x-www-form-urlencoded")
+    assert status == 200
+    await h.fake.wait_for(lambda f: bool(f.responses) and len(f.messages) == 1)
+    assert h.fake.responses[0]["replace_original"] is True
+    assert "<@U1> chose *Yes*" in str(h.fake.responses[0]["blocks"])
+    assert h.seen[0].text == "confirm 3" and h.seen[0].via_button

@@ -11,8 +11,9 @@ import aiohttp
 import pytest
 
 from bot.settings import ConfigError, SlackSettings
-from bot.slack import SlackBot, run_slack
+from bot.slack import SlackBot
 from bot.slack_client import build_web_client
+from bot.slack_serve import run_slack
 from handlers.contract import ChatMessage, Reply
 from services.db import Database
 from services.outbox import OutboxStore
