@@ -30,12 +30,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import DeliveryStats, StoreOutbox, run_delivery
 from bot.render import ACTION_PREFIX, escape_mrkdwn, render_click_receipt
+from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
 from services.outbox import OutboxStore
 from services.redact import redact
 
 log = logging.getLogger(__name__)
+
+__all__ = ["Dispatch", "SlackBot", "build_web_client", "missing_settings_message"]
 
 Dispatch = Callable[[ChatMessage], Awaitable[Reply]]
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
@@ -381,3 +384,12 @@ class SlackBot:
             self._seen.popitem(last=False)
         return True
 
+
+def missing_settings_message(missing: list[str]) -> str:
+    """What `pitcrew serve` says when Slack tokens are missing."""
+    lines = ["Slack is not configured; missing: " + ", ".join(missing) + ".",
+             "Create the app from slack/manifest.yaml (https://api.slack.com/apps -> Create New App ->",
+             "From a manifest), install it, then export the bot token (xoxb-...) and, for Socket Mode,",
+             "an app-level token with connections:write (xapp-...); for HTTP mode the signing secret.",
+             "No Slack workspace at hand? Try `pitcrew demo`."]
+    return "\n".join(lines)

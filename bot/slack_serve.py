@@ -8,21 +8,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from bot.settings import ConfigError, SlackSettings
-from bot.slack import Dispatch, SlackBot
+from bot.slack import Dispatch, SlackBot, missing_settings_message
 from bot.slack_client import build_web_client
 from services.outbox import OutboxStore
 
 log = logging.getLogger(__name__)
-
-
-def missing_settings_message(missing: list[str]) -> str:
-    """What `pitcrew serve` says when Slack tokens are missing."""
-    lines = ["Slack is not configured; missing: " + ", ".join(missing) + ".",
-             "Create the app from slack/manifest.yaml (https://api.slack.com/apps -> Create New App ->",
-             "From a manifest), install it, then export the bot token (xoxb-...) and, for Socket Mode,",
-             "an app-level token with connections:write (xapp-...); for HTTP mode the signing secret.",
-             "No Slack workspace at hand? Try `pitcrew demo`."]
-    return "\n".join(lines)
 
 
 async def run_slack(slack: SlackSettings, *, dispatch: Dispatch, store: OutboxStore, stop: asyncio.Event,
