@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from services.bench_http import SENT_AT
 from services.bench_probes import ServerProbe
 from services.bench_stats import LevelInputs, LevelResult, RequestRecord, ServerFigures, summarize
 from services.sse import StreamState
@@ -180,7 +181,9 @@ class LevelRun:
 
     async def _request(self, body: bytes, slot: float, idx: int, *, measured: bool) -> bool:
         state = StreamState()
-        t0 = time.perf_counter()
+        sent: list[float] = []
+        SENT_AT.set(sent)
+        t_call = time.perf_counter()
         try:
             async with asyncio.timeout(self._plan.timeout_s):
                 async with self._client.stream("POST", self._plan.path, content=body,
@@ -211,6 +214,7 @@ class LevelRun:
             return self._fail("dropped", measured)
         if not measured:
             return True
+        t0 = sent[0] if sent and sent[0] >= t_call else t_call
         counted = state.completion_tokens is None
         tokens = state.text_events if state.completion_tokens is None else state.completion_tokens
         self._tokens += tokens

@@ -1,9 +1,8 @@
 """The benchmark of an OpenAI-compatible streaming server: what to run and `run_benchmark`.
 
 Owns `BenchSpec` (validated parameters), the run across concurrency levels on ONE
-`httpx.AsyncClient` (keep-alive pool sized to the largest level, explicit timeouts, the aiohttp
-transport from `httpx-aiohttp` because it costs about a third of httpx's own per event), the
-server check before the run and the result. Definitions live in `services.bench_stats`, the
+`httpx.AsyncClient` (`services.bench_http`), the server check before the run and the result.
+Definitions live in `services.bench_stats`, the
 per-level closed loop in `services.bench_level`, SSE parsing in `services.sse`, server-side
 figures in `services.bench_probes`.
 """
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 import httpx
 
+from services.bench_http import Transport, make_client
 from services.bench_level import BenchProgress, LevelPlan, LevelRun
 from services.bench_probes import ServerProbe, SglangMetricsProbe, VllmMetricsProbe
 from services.bench_prompts import load_prompts_file, request_body, synthetic_prompt
@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 CHECK_TIMEOUT_S = 10.0
-Transport = Literal["aiohttp", "httpx"]
 
 
 @dataclass(frozen=True)
@@ -77,19 +76,6 @@ class BenchSpec:
         return self.url.rstrip("/").removesuffix("/v1")
 
 
-def _client(spec: BenchSpec, transport: Transport) -> httpx.AsyncClient:
-    size = max(spec.concurrency)
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size, keepalive_expiry=60.0)
-    timeout = httpx.Timeout(connect=min(10.0, spec.timeout_s), read=spec.timeout_s,
-                            write=min(30.0, spec.timeout_s), pool=spec.timeout_s)
-    if transport == "aiohttp":
-        from httpx_aiohttp import AiohttpTransport
-
-        return httpx.AsyncClient(base_url=spec.base_url, timeout=timeout, limits=limits,
-                                 transport=AiohttpTransport(limits=limits, trust_env=False))
-    return httpx.AsyncClient(base_url=spec.base_url, timeout=timeout, limits=limits, trust_env=False)
-
-
 async def _check_server(client: httpx.AsyncClient, spec: BenchSpec) -> str | None:
     """Fail fast if nothing answers; return the model to use (the spec's, else the first served)."""
     try:
@@ -121,7 +107,9 @@ async def run_benchmark(spec: BenchSpec, *,
     path = "/v1/chat/completions" if spec.api == "chat" else "/v1/completions"
     levels: list[LevelResult] = []
     stopped = False
-    async with _client(spec, transport) as client:
+    client = make_client(spec.base_url, pool=max(spec.concurrency), timeout_s=spec.timeout_s,
+                         transport=transport)
+    async with client:
         model = await _check_server(client, spec)
 
         def body_at(idx: int) -> bytes:
