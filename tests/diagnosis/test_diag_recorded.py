@@ -187,3 +187,42 @@ def test_cli_bad_files_exit_2(tmp_path: Path) -> None:
     bad_extra.write_text("[1, 2]")
     out = runner.invoke(main, ["diagnose", str(DATA / "healthy.jsonl"), "--extra", str(bad_extra)])
     assert out.exit_code == 2 and "one JSON object" in out.output
+
+
+def _objects(name: str) -> list[dict[str, object]]:
+    import orjson
+
+    out = []
+    for raw in (DATA / f"{name}.jsonl").read_bytes().splitlines():
+        try:
+            out.append(orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            continue
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_same_cause_without_invocation_ids_and_in_systemd_257_shape(name: str) -> None:
+    from services.journal_format import entry_from_obj
+
+    extra = DATA / f"{name}.extra.json"
+    side = SideEvidence.from_json(json.loads(extra.read_text())) if extra.exists() else None
+    no_ids = []
+    v257 = []
+    for obj in _objects(name):
+        stripped = {k: v for k, v in obj.items() if k not in {"_SYSTEMD_INVOCATION_ID", "INVOCATION_ID"}}
+        no_ids.append(entry_from_obj(stripped))
+        # systemd 254+: no `Stopped` job message between `Scheduled restart job` and the next `Started`
+        if not (str(obj.get("MESSAGE", "")).startswith("Stopped ") and obj.get("JOB_TYPE") == "restart"):
+            v257.append(entry_from_obj(obj))
+    assert diagnose(e for e in no_ids if e is not None).cause == run(name, with_extra=False).cause
+    assert diagnose([e for e in v257 if e is not None], side).cause == EXPECTED[name]
+
+
+def test_orphan_of_an_earlier_instance_holding_gpu_memory() -> None:
+    entries = list(iter_entries((DATA / "kv_cache_oom_steps10_loop.jsonl").read_bytes().splitlines()))
+    old_scheduler = 1840101 + 212  # the steps=5 instance's scheduler, still holding memory
+    side = SideEvidence.from_json({"nvidia_smi_apps": [{"pid": old_scheduler, "process_name": "sglang::scheduler",
+                                                        "used_memory": 91000}]})
+    d = diagnose(entries, side)
+    assert d.cause == "gpu_memory_held_by_stale_process" and d.stale_pids == (old_scheduler,)
