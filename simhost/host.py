@@ -182,9 +182,10 @@ class SimHost:
         sup = self.supervisor
         assert sup is not None
         if name == "stale-gpu-holder":
+            if not sup.main_pid:  # nothing running: a leftover of an earlier run holds the memory now
+                self._spawn_stale({i: 94312 for i in range(self.gpus)})
+                return "a leftover process now holds GPU memory"
             self._stale_armed = True
-            if not sup.main_pid:
-                self._spawn_stale({i: gpu.DEFAULT_MEMORY_MIB * 0 + 94312 for i in range(self.gpus)})
             return "armed: the next server that dies leaves its GPU memory held"
         if name == "port-in-use":
             self._spawn_sleeper("python3", "127.0.0.1", self.server_port)

@@ -228,7 +228,7 @@ class Server:
             server = await asyncio.start_server(self.app.handle, ns.host, ns.port, reuse_address=True)
         except OSError as exc:
             uvicorn("ERROR", f"[Errno {exc.errno}] error while attempting to bind on address "
-                    f"('{ns.host}', {ns.port}): {(exc.strerror or 'address already in use').lower()}")
+                    f"('{ns.host}', {ns.port}): {os.strerror(exc.errno or 98).lower()}")
             await self.phase_sleep(120.0)
             for line in texts.warmup_failed(ns.host, ns.port):
                 out(line) if not line.startswith("Initialization") else log(line)
