@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from handlers.contract import Reply
 from services.hosts import HostSpec
 from services.ssh_host import SshHost
 from simhost.journal import JournalWriter
@@ -115,3 +118,42 @@ def spec_for(name: str, root: Path, port: int, unit: str = UNIT) -> HostSpec:
     return HostSpec(name=name, address="127.0.0.1", port=port, user="pitcrew", client_key=ssh / "client_key",
                     known_hosts=ssh / "known_hosts", unit=unit, unit_dir="/etc/systemd/system",
                     server_url="http://127.0.0.1:1")
+
+
+@dataclass
+class Sent:
+    key: str
+    reply: Reply
+    thread_of: str | None
+    at: float
+
+
+class RecordingOutbox:
+    """An `Outbox` that records what would be sent (key, reply, thread parent, monotonic time)."""
+
+    def __init__(self) -> None:
+        self.sent: list[Sent] = []
+
+    async def send(self, key: str, reply: Reply, *, channel: str, thread_of: str | None = None) -> None:
+        self.sent.append(Sent(key, reply, thread_of, time.monotonic()))
+
+    def main_keys(self) -> list[str]:
+        return sorted({s.key for s in self.sent if s.thread_of is None and s.key.startswith("incident:")})
+
+    def thread(self, key: str) -> list[Sent]:
+        return [s for s in self.sent if s.thread_of == key]
+
+
+def spec_from_sim(info: dict[str, object], name: str) -> HostSpec:
+    return HostSpec(name=name, address=str(info["ssh_host"]), port=int(str(info["ssh_port"])),
+                    user=str(info["user"]), client_key=Path(str(info["client_key"])),
+                    known_hosts=Path(str(info["known_hosts"])), unit=str(info["unit"]),
+                    unit_dir=str(info["unit_dir"]), server_url=str(info["server_url"]))
+
+
+async def wait_for(cond: Callable[[], bool], limit_s: float, what: str) -> None:
+    deadline = time.monotonic() + limit_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)

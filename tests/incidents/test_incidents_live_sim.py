@@ -1,0 +1,169 @@
+"""The incident monitor against the simulated GPU host over real SSH (time scale 0.01): the seed loop
+alerts once as `kv_cache_oom`, updates in its thread and resolves after the rollback; a stale GPU
+holder is named by pid; restarts announced with `expect()` do not alert."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from incidents_testkit import RecordingOutbox, spec_from_sim, wait_for
+
+from handlers.incident_view import IncidentNotifier
+from services.audit import SYSTEM, AuditActor, AuditLog
+from services.db import Database
+from services.events import EventBus
+from services.hosts import Host
+from services.incident_types import IncidentOpened, IncidentPolicy, IncidentResolved, IncidentUpdated
+from services.incidents import IncidentMonitor
+from services.journal import JournalFollower
+from services.ssh_host import SshHost
+from simhost import simstate
+from simhost.host import SimHost
+from simhost.sglang.model import OOM_RESIDUAL_GIB
+
+UNIT = "sglang.service"
+NAME = "gpu-sim"
+
+
+@dataclass
+class Live:
+    sim: SimHost
+    host: SshHost
+    monitor: IncidentMonitor
+    follower: JournalFollower
+    outbox: RecordingOutbox
+    audit: AuditLog
+    events: list[object]
+
+
+@contextlib.asynccontextmanager
+async def live(sim: SimHost, db: Database, policy: IncidentPolicy) -> AsyncIterator[Live]:
+    host = SshHost(spec_from_sim(sim.info, NAME))
+    bus = EventBus()
+    outbox = RecordingOutbox()
+    IncidentNotifier(outbox, "C-alerts").subscribe(bus)
+    events: list[object] = []
+
+    async def keep(ev: object) -> None:
+        events.append(ev)
+
+    for t in (IncidentOpened, IncidentUpdated, IncidentResolved):
+        bus.subscribe(t, keep)
+
+    def lookup(name: str) -> Host:
+        assert name == NAME
+        return host
+
+    audit = AuditLog(db)
+    monitor = IncidentMonitor(db, bus, lookup, audit=audit, policy=policy)
+    follower = JournalFollower(db, host, UNIT, on_entry=monitor.on_entry_for(NAME, UNIT), holder="test", bus=bus)
+    tasks = [asyncio.create_task(follower.run()), asyncio.create_task(monitor.run())]
+    try:
+        await wait_for(lambda: follower.status().connected, 15, "the journal follower")
+        await asyncio.sleep(0.5)  # journalctl -f is running (a first start follows from now)
+        yield Live(sim, host, monitor, follower, outbox, audit, events)
+    finally:
+        follower.stop()
+        tasks[1].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await host.close()
+
+
+def of(events: list[object], kind: type) -> list[object]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+async def edit_steps(lv: Live, old: str, new: str) -> None:
+    path = str(lv.sim.unit_path)
+    text = await lv.host.read_file(path, timeout=10)
+    assert old in text
+    await lv.host.upload(path, text.replace(old, new).encode(), timeout=10)
+    await lv.host.run(["systemctl", "daemon-reload"], timeout=15, check=True)
+
+
+async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollback(
+        tmp_path: Path, sqlite_db: Database) -> None:
+    policy = IncidentPolicy(window_s=60, stable_window_s=2.0, tick_s=0.2, own_action_window_s=0.5)
+    async with SimHost(tmp_path / "sim", scenario="seed", time_scale=0.01, name=NAME) as sim:
+        await sim.wait_ready(30)
+        async with live(sim, sqlite_db, policy) as lv:
+            # pitcrew's deploy of steps 10, as the experiment pipeline does it
+            await edit_steps(lv, "--speculative-num-steps 5 ", "--speculative-num-steps 10 ")
+            # the state the sim reaches after steps 10's first CUDA OOM under load (lost headroom)
+            await asyncio.to_thread(simstate.update, sim.root, residual_gib=OOM_RESIDUAL_GIB)
+            await lv.audit.record(None, actor=SYSTEM, action="deploy", host=NAME,
+                                  detail={"summary": "--speculative-num-steps 5 -> 10", "revision": 2})
+            await lv.host.run(["systemctl", "restart", UNIT], timeout=30)
+            await wait_for(lambda: bool(of(lv.events, IncidentOpened)), 30, "the alert")
+            await wait_for(lambda: len(of(lv.events, IncidentUpdated)) >= 2, 30, "two updates")
+            opened = of(lv.events, IncidentOpened)
+            assert len(opened) == 1
+            info = opened[0].incident  # type: ignore[attr-defined]
+            assert info.cause == "kv_cache_oom", info
+            assert "10" in (info.config_change or "") and info.evidence
+
+            # roll back to steps 5
+            await edit_steps(lv, "--speculative-num-steps 10 ", "--speculative-num-steps 5 ")
+            await lv.audit.record(None, actor=AuditActor("U1", "alice"), action="rollback", host=NAME,
+                                  detail={"revision": 1})
+            await lv.host.run(["systemctl", "restart", UNIT], timeout=30)
+            await wait_for(lambda: bool(of(lv.events, IncidentResolved)), 30, "the resolution")
+
+            assert len(of(lv.events, IncidentOpened)) == 1
+            key = f"incident:{info.id}"
+            assert lv.outbox.main_keys() == [key], "exactly one alert message"
+            thread = lv.outbox.thread(key)
+            restarts = [s for s in thread if ":restart:" in s.key]
+            assert len(restarts) >= 2 and len({s.key for s in restarts}) == len(restarts)
+            resolution = thread[-1].reply.text
+            assert "rollback to revision 1" in resolution and "Resolved after" in resolution
+            final = [s for s in lv.outbox.sent if s.key == key][-1].reply
+            assert final.tone == "success" and "rollback to revision 1" in final.text
+            got = await lv.monitor.get(info.id)
+            assert got.state == "resolved" and got.restarts >= 3
+
+
+async def test_stale_gpu_holder_is_diagnosed_with_its_pid(tmp_path: Path, sqlite_db: Database) -> None:
+    policy = IncidentPolicy(window_s=60, stable_window_s=30, tick_s=0.5)
+    async with SimHost(tmp_path / "sim", scenario="stale-gpu", time_scale=0.01, name=NAME) as sim:
+        stale = [p.pid for p in sim._sleepers]
+        assert stale
+        async with live(sim, sqlite_db, policy) as lv:
+            await wait_for(lambda: bool(of(lv.events, IncidentOpened)), 40, "the alert")
+            info = of(lv.events, IncidentOpened)[0].incident  # type: ignore[attr-defined]
+            assert info.cause == "gpu_memory_held_by_stale_process", info
+            assert set(info.stale_pids) & set(stale), (info.stale_pids, stale)
+            alert = lv.outbox.sent[0].reply
+            assert str(stale[0]) in alert.text + (alert.code or "")
+            assert [b.command for b in alert.buttons] == [
+                f"rollback {NAME}", f"mute {info.id} 60", f"logs incident {info.id}", f"ack {info.id}"]
+
+
+async def test_restarts_announced_with_expect_do_not_alert(tmp_path: Path, sqlite_db: Database) -> None:
+    policy = IncidentPolicy(window_s=60, stable_window_s=30, tick_s=0.5, own_action_window_s=0.2)
+    async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=0.01, name=NAME) as sim:
+        await sim.wait_ready(30)
+        async with live(sim, sqlite_db, policy) as lv:
+
+            async def kill_main_and_wait() -> None:
+                pid = (await lv.host.run(["systemctl", "show", UNIT, "-p", "MainPID", "--value"],
+                                         timeout=10)).stdout.strip()
+                assert pid.isdigit() and pid != "0"
+                await lv.host.run(["kill", "-9", pid], timeout=10)
+                await sim.wait_ready(30)
+
+            lv.monitor.expect(NAME, "restart", until=60.0)
+            for _ in range(3):
+                await kill_main_and_wait()
+            await asyncio.sleep(0.5)
+            assert not of(lv.events, IncidentOpened), "announced restarts must not alert"
+            assert lv.outbox.sent == []
+            # the same kills, unannounced, are a loop
+            lv.monitor._notices.clear()
+            for _ in range(2):
+                await kill_main_and_wait()
+            await wait_for(lambda: bool(of(lv.events, IncidentOpened)), 20, "an alert for unannounced kills")
