@@ -61,7 +61,7 @@ _WATCHDOG = (
     '<&3 >/dev/null 2>&1 & w=$!; '
     'exec 3<&-; wait "$c"; s=$?; kill -KILL "$w" 2>/dev/null; exit "$s"'
 )
-_TIMEOUTEND_WAIT_S = 0.5  # past a deadline, wait only this long for the channel to close
+_AFTER_DEADLINE_WAIT_S = 0.5  # past a deadline, wait only this long for the channel to close
 
 
 def _exit_status(proc: asyncssh.SSHClientProcess[bytes]) -> int | None:
@@ -191,7 +191,7 @@ class SshHost:
                     proc.stdin.write_eof()
                 out, err = await asyncio.wait_for(proc.communicate(), max(deadline - time.monotonic(), 0))
             except TimeoutError:
-                await self._end(proc, _TIMEOUTEND_WAIT_S)
+                await self._end(proc, _AFTER_DEADLINE_WAIT_S)
                 raise self._timed_out(args, timeout) from None
             except CONNECTION_ERRORS:
                 await self._end(proc)
@@ -248,7 +248,7 @@ class SshHost:
                         else:
                             raw = await asyncio.wait_for(proc.stdout.readline(), deadline - time.monotonic())
                     except TimeoutError:
-                        await self._end(proc, _TIMEOUTEND_WAIT_S)
+                        await self._end(proc, _AFTER_DEADLINE_WAIT_S)
                         assert timeout is not None
                         raise self._timed_out(args, timeout) from None
                     except CONNECTION_ERRORS:
