@@ -166,3 +166,35 @@ def test_fuzz_bytes_never_raise(data: bytes) -> None:
 def test_fuzz_byte_array_messages(values: list[int]) -> None:
     e = parse_entry(line(MESSAGE=values))
     assert e is not None and isinstance(e.message, str)
+
+
+_POOL = [
+    "sglang.service: Main process exited, code=killed, status=9/KILL",
+    "sglang.service: Main process exited, code=exited, status=1/FAILURE",
+    "sglang.service: Failed with result 'signal'.",
+    "sglang.service: Scheduled restart job, restart counter is at 2.",
+    "sglang.service: State 'stop-sigterm' timed out. Killing.",
+    "Started sglang.service - SGLang.",
+    "Stopping sglang.service - SGLang...",
+    "Suppressed 10 messages from sglang.service",
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    "torch.OutOfMemoryError: CUDA out of memory. Process 12 has 3.00 GiB memory in use.",
+    "[2026-03-09 14:03:49] The server is fired up and ready to roll!",
+    "[t TP0] Decode batch, #running-req: 1, #token: 1, token usage: 0.00, accept len: 5.50, "
+    "cuda graph: True, gen throughput (token/s): 281.00, #queue-req: 0",
+    "Fatal Python error: Segmentation fault",
+    "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_POOL) | st.text(max_size=40), st.sampled_from([1, 7, 8, None]),
+                          st.sampled_from(["a", "b", None]), st.integers(min_value=0, max_value=10**12)),
+                max_size=30))
+def test_fuzz_diagnose_never_raises(rows: list[tuple[str, int | None, str | None, int]]) -> None:
+    from services.diagnosis import CAUSES, diagnose
+
+    entries = [JournalEntry(f"c{i}", t, None, pid, "sglang.service", inv, 6, "systemd" if pid == 1 else "python3",
+                            msg, "stdout", {}) for i, (msg, pid, inv, t) in enumerate(rows)]
+    d = diagnose(entries)
+    assert d.cause in CAUSES and len(d.evidence) <= 5 and 0 <= d.confidence <= 1
