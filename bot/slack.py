@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 from typing import Any
 
-from aiohttp import web
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
@@ -93,6 +93,7 @@ class SlackBot:
         self._runner: web.AppRunner | None = None
         self._socket: Any = None
         self.http_port: int | None = None
+        self._session: ClientSession | None = None
         async def _authorize(enterprise_id: str | None = None, team_id: str | None = None) -> AuthorizeResult:
             return self._auth or await self._auth_test()
 
@@ -123,6 +124,11 @@ class SlackBot:
 
     async def start(self, *, attempts: int = 5) -> None:
         """Learn who we are (``auth.test``) and start delivering the outbox."""
+        if self.client.session is None or self.client.session.closed:
+            # One pooled session (keep-alive) instead of a new connection per API call.
+            self._session = ClientSession(timeout=ClientTimeout(total=self.client.timeout),
+                                          connector=TCPConnector(limit=32))
+            self.client.session = self._session
         for i in range(attempts):
             try:
                 await self._auth_test()
@@ -171,6 +177,9 @@ class SlackBot:
                 await asyncio.wait_for(self._delivery, drain_s)
             except (TimeoutError, asyncio.CancelledError):
                 self._delivery.cancel()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     # -- HTTP mode ----------------------------------------------------------------------------
 
@@ -313,8 +322,6 @@ class SlackBot:
 
     async def _replace_via_response_url(self, url: str, blocks: list[dict[str, Any]]) -> None:
         """Ephemeral messages cannot be edited with chat.update: use the click's response_url."""
-        from aiohttp import ClientSession, ClientTimeout
-
         try:
             async with ClientSession(timeout=ClientTimeout(total=10)) as session, session.post(
                     url, json={"replace_original": True, "blocks": blocks, "text": "done"}) as resp:
