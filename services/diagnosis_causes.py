@@ -12,6 +12,7 @@ server was ready → `cuda_oom_runtime`; port taken → `port_in_use`; rejected 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from services.diagnosis_rules import (
@@ -28,6 +29,8 @@ from services.diagnosis_rules import (
     _t,
 )
 from services.journal_format import JournalEntry
+
+_OOM_PID_RX = re.compile(r"oom-kill:.*?[,:]pid=(\d+)")
 
 if TYPE_CHECKING:
     from services.diagnosis import SideEvidence
@@ -86,11 +89,13 @@ def failing_rules(
             "and RMA the card if the Xid repeats.",
         )
 
+    # the kernel's OOM lines count when they name one of the unit's pids or the unit's memory cgroup
+    victims = {int(p) for k in kwin if f"/{unit}," in k.message + "," for p in _OOM_PID_RX.findall(k.message)}
     kernel_oom = [
         k
         for k in kwin
         if (m := _KERNEL_OOM_RX.search(k.message))
-        and (int(m.group(1)) in inv.pids or not inv.pids or "python" in m.group(2) or "sglang" in m.group(2))
+        and (int(m.group(1)) in inv.pids or int(m.group(1)) in victims)
     ]
     if inv.oom_kill or inv.result == "oom-kill" or kernel_oom:
         ev = _lines(kernel_oom, 2) + [

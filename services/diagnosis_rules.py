@@ -316,8 +316,11 @@ def _stale_holders(inv: Invocation, side: SideEvidence, unit: str) -> list[tuple
     own = set(inv.pids) | ({int(main_pid)} if main_pid and main_pid.isdigit() and main_pid != "0" else set())
     procs = {p.pid: p for p in side.process_info}
     for _ in range(3):  # children and grandchildren of the unit's main process are the unit's own
-        own |= {p.pid for p in side.process_info
-                if (p.ppid is not None and p.ppid in own) or (p.cgroup and f"/{unit}" in p.cgroup)}
+        own |= {
+            p.pid
+            for p in side.process_info
+            if (p.ppid is not None and p.ppid in own) or (p.cgroup and f"/{unit}" in p.cgroup)
+        }
     holders = []
     for app in side.nvidia_smi_apps:
         if app.pid in own:
@@ -347,7 +350,25 @@ def evaluate(
         return _failing(unit, failing, kernel, side, looping)
     stopped = [i for i in invocations if i.stop_requested_us is not None]
     if stopped:
-        return _stopped(unit, stopped[-1])
+        finding = _stopped(unit, stopped[-1])
+        last = invocations[-1]
+        serving_after = (
+            last is not stopped[-1] and not last.ended and (last.ready_us is not None or last.decode_entries)
+        )
+        if finding.cause == "operator_action" and serving_after:
+            ran = last.ran_before()
+            return Finding(
+                "healthy",
+                0.85,
+                f"{unit} is serving"
+                + (f" ({ran.describe()})" if ran else "")
+                + " after a deliberate restart: "
+                + finding.summary,
+                finding.evidence,
+                "Nothing to do.",
+                ran_before=ran,
+            )
+        return finding
     if not invocations:
         return Finding(
             "unknown",

@@ -226,3 +226,20 @@ def test_orphan_of_an_earlier_instance_holding_gpu_memory() -> None:
                                                         "used_memory": 91000}]})
     d = diagnose(entries, side)
     assert d.cause == "gpu_memory_held_by_stale_process" and d.stale_pids == (old_scheduler,)
+
+
+def _entries(name: str) -> list[object]:
+    return list(iter_entries((DATA / f"{name}.jsonl").read_bytes().splitlines()))
+
+
+def test_deliberate_restart_then_serving_is_healthy() -> None:
+    side = SideEvidence.from_json(json.loads((DATA / "operator_action.extra.json").read_text()))
+    d = diagnose([*_entries("operator_action"), *_entries("healthy")], side)  # type: ignore[list-item]
+    assert d.cause == "healthy" and "deliberate" in d.summary and d.ran_before is not None
+
+
+def test_kernel_oom_of_another_process_is_not_the_units() -> None:
+    oom = "Out of memory: Killed process 999 (python3) total-vm:1kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB"
+    side = SideEvidence.from_json({"kernel_journal": [{"MESSAGE": oom, "__REALTIME_TIMESTAMP": "0"}]})
+    assert diagnose(_entries("unknown_journald_suppressed"), side).cause == "unknown"  # type: ignore[arg-type]
+    assert run("host_oom_kill", with_extra=False).cause == "host_oom_kill"  # systemd's own OOM message suffices
