@@ -37,6 +37,8 @@ TRANSPORT = "slack"
 # Errors that will not fix themselves quickly; retried with a long delay so an operator can act.
 _SLOW_ERRORS = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action",
                 "missing_scope", "invalid_auth", "account_inactive", "token_revoked", "not_authed"}
+_NO_HISTORY = {"missing_scope", "not_in_channel", "channel_not_found", "not_allowed_token_type",
+               "thread_not_found", "method_not_supported_for_channel_type"}
 _BAD_BLOCKS = {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks",
                "invalid_attachments"}
 
@@ -50,7 +52,7 @@ class SlackDeliverer:
 
     transport = TRANSPORT
 
-    def __init__(self, client: AsyncWebClient, *, lookback_s: float = 3600.0,
+    def __init__(self, client: AsyncWebClient, *, lookback_s: float = 6 * 3600.0,
                  slow_error_retry_s: float = 60.0) -> None:
         self.client = client
         self.lookback_s = lookback_s
@@ -220,7 +222,14 @@ class SlackDeliverer:
                 oldest = f"{time.time() - self.lookback_s:.6f}"
                 resp = await self.client.conversations_history(channel=channel, oldest=oldest, limit=200,
                                                                include_all_metadata=True)
-        except (TimeoutError, SlackApiError, SlackClientError, OSError) as exc:
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            if error in _NO_HISTORY:
+                # We may not read this conversation (scope, membership): the post itself will tell.
+                log.info("cannot read %s history (%s); posting %s without the check", channel, error, key)
+                return None
+            raise RetryLater(f"cannot check for an earlier post (slack: {error})", retry_after=2.0) from exc
+        except (TimeoutError, SlackClientError, OSError) as exc:
             # Without the history we cannot prove it was not posted: wait rather than risk a double.
             raise RetryLater(f"cannot check for an earlier post ({type(exc).__name__})",
                              retry_after=2.0) from exc
