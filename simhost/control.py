@@ -9,15 +9,16 @@ event loop and dispatches to the supervisor (`start`, `stop`, `restart`, `daemon
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import os
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # asyncio is imported lazily: the tools must start fast
+    import asyncio
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -49,6 +50,9 @@ def request(root: Path | str, payload: dict[str, Any], timeout: float | None = 6
 
 
 async def serve(root: Path, handler: Handler) -> asyncio.AbstractServer:
+    import asyncio
+    import contextlib
+
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = await reader.readline()

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 JOURNAL_FILE = "journal/system.journal.jsonl"
@@ -207,3 +207,44 @@ def message_text(entry: Mapping[str, str], show_all: bool = False) -> str:
     if not show_all and _needs_bytes(msg):
         return f"[{len(raw)}B blob data]"
     return msg
+
+
+def read_backwards(path: Path, done: Callable[[list[dict[str, str]]], bool],
+                   block: int = 1 << 18) -> tuple[list[dict[str, str]], int]:
+    """Entries from the end of the file backwards (returned in file order) until `done(entries)`
+    says enough — so `-n N` and `--after-cursor` on a large journal do not parse all of it.
+    Also returns the file size read up to (the offset to follow from)."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return [], 0
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        data = b""
+        pos = end
+        # the last line may be incomplete (being written): stop at the last newline
+        entries: list[dict[str, str]] = []
+        tail_cut = None
+        while pos > 0:
+            step = min(block, pos)
+            pos -= step
+            fh.seek(pos)
+            data = fh.read(step) + data
+            if tail_cut is None:
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    continue
+                tail_cut = end - (len(data) - cut - 1)
+                data = data[: cut + 1]
+            first_nl = data.find(b"\n") if pos > 0 else -1
+            chunk, data = (data[first_nl + 1:], data[: first_nl + 1]) if pos > 0 else (data, b"")
+            fresh = []
+            for raw in chunk.splitlines():
+                try:
+                    fresh.append(json.loads(raw))
+                except ValueError:
+                    continue
+            entries = fresh + entries
+            if done(entries):
+                break
+        return entries, tail_cut if tail_cut is not None else 0

@@ -18,7 +18,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from simhost.journal import cursor_seqnum, journal_path, read_entries, short_line, to_json_line, unit_matches
+from simhost.journal import (
+    cursor_seqnum,
+    journal_path,
+    read_backwards,
+    read_entries,
+    short_line,
+    to_json_line,
+    unit_matches,
+)
 
 POLL = 0.05
 
@@ -227,8 +235,15 @@ def main(argv: list[str]) -> int:
         print(f"Failed to parse argument: {exc}", file=sys.stderr)
         return 1
     path = journal_path(Path(root))
-    entries, offset = read_entries(path)
     match = matcher(args)
+    target = cursor_seqnum(args.after_cursor or args.cursor or "") if (args.after_cursor or args.cursor) else None
+    if target is not None:
+        entries, offset = read_backwards(path, lambda es: bool(es) and int(es[0].get("__SEQNUM", "0")) <= target)
+    elif (args.lines is not None or args.follow) and args.since is None and not args.reverse:
+        want = args.lines if args.lines is not None else 10
+        entries, offset = read_backwards(path, lambda es: sum(1 for e in es if match(e)) >= want)
+    else:
+        entries, offset = read_entries(path)
     shown = select_start([e for e in entries if match(e)], args)
     if args.reverse:
         shown.reverse()

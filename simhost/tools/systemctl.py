@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from simhost import control
-from simhost.journal import iter_all, journal_path, short_line, unit_matches
+from simhost.journal import journal_path, read_backwards, short_line, unit_matches
 
 CHANGED = ("Warning: The unit file, source configuration file or drop-ins of {u} changed on disk. "
            "Run 'systemctl daemon-reload' to reload units.")
@@ -213,8 +213,9 @@ def _status(root: Path, units: list[str], opts: dict[str, object]) -> int:
         for i, (pid, cmd) in enumerate(pids):
             branch = "└─" if i == len(pids) - 1 else "├─"
             print(f"             {branch}{pid} {cmd}")
-    entries = [e for e in iter_all(journal_path(root)) if unit_matches(e, unit)]
     lines = int(opts["lines"])  # type: ignore[call-overload]
+    found, _ = read_backwards(journal_path(root), lambda es: sum(1 for e in es if unit_matches(e, unit)) >= lines)
+    entries = [e for e in found if unit_matches(e, unit)]
     if lines > 0 and entries:
         print()
         for entry in entries[-lines:]:
