@@ -13,11 +13,17 @@ from pathlib import Path
 from incidents_testkit import RecordingOutbox, spec_from_sim, wait_for
 
 from handlers.incident_view import IncidentNotifier
-from services.audit import SYSTEM, AuditActor, AuditLog
+from services.audit import SYSTEM, AuditLog
 from services.db import Database
 from services.events import EventBus
 from services.hosts import Host
-from services.incident_types import IncidentOpened, IncidentPolicy, IncidentResolved, IncidentUpdated
+from services.incident_types import (
+    AutoRollbackRequested,
+    IncidentOpened,
+    IncidentPolicy,
+    IncidentResolved,
+    IncidentUpdated,
+)
 from services.incidents import IncidentMonitor
 from services.journal import JournalFollower
 from services.ssh_host import SshHost
@@ -51,7 +57,7 @@ async def live(sim: SimHost, db: Database, policy: IncidentPolicy) -> AsyncItera
     async def keep(ev: object) -> None:
         events.append(ev)
 
-    for t in (IncidentOpened, IncidentUpdated, IncidentResolved):
+    for t in (IncidentOpened, IncidentUpdated, IncidentResolved, AutoRollbackRequested):
         bus.subscribe(t, keep)
 
     def lookup(name: str) -> Host:
@@ -87,7 +93,8 @@ async def edit_steps(lv: Live, old: str, new: str) -> None:
 
 async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollback(
         tmp_path: Path, sqlite_db: Database) -> None:
-    policy = IncidentPolicy(window_s=60, stable_window_s=2.0, tick_s=0.2, own_action_window_s=0.5)
+    policy = IncidentPolicy(window_s=60, stable_window_s=2.0, tick_s=0.2, own_action_window_s=0.5,
+                            auto_rollback=True, auto_rollback_within_s=60)
     async with SimHost(tmp_path / "sim", scenario="seed", time_scale=0.01, name=NAME) as sim:
         await sim.wait_ready(30)
         async with live(sim, sqlite_db, policy) as lv:
@@ -105,11 +112,14 @@ async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollba
             info = opened[0].incident  # type: ignore[attr-defined]
             assert info.cause == "kv_cache_oom", info
             assert "10" in (info.config_change or "") and info.evidence
+            # policy auto_rollback: the loop began right after pitcrew's deploy
+            (auto,) = of(lv.events, AutoRollbackRequested)
+            assert auto.incident_id == info.id and auto.host == NAME  # type: ignore[attr-defined]
+            assert any("rolling back" in s.reply.text for s in lv.outbox.thread(f"incident:{info.id}"))
 
-            # roll back to steps 5
+            # the experiment service performs the rollback to steps 5
             await edit_steps(lv, "--speculative-num-steps 10 ", "--speculative-num-steps 5 ")
-            await lv.audit.record(None, actor=AuditActor("U1", "alice"), action="rollback", host=NAME,
-                                  detail={"revision": 1})
+            await lv.audit.record(None, actor=SYSTEM, action="rollback", host=NAME, detail={"revision": 1})
             await lv.host.run(["systemctl", "restart", UNIT], timeout=30)
             await wait_for(lambda: bool(of(lv.events, IncidentResolved)), 30, "the resolution")
 
@@ -120,7 +130,7 @@ async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollba
             restarts = [s for s in thread if ":restart:" in s.key]
             assert len(restarts) >= 2 and len({s.key for s in restarts}) == len(restarts)
             resolution = thread[-1].reply.text
-            assert "rollback to revision 1" in resolution and "Resolved after" in resolution
+            assert "automatic rollback to revision 1" in resolution and "Resolved after" in resolution
             final = [s for s in lv.outbox.sent if s.key == key][-1].reply
             assert final.tone == "success" and "rollback to revision 1" in final.text
             got = await lv.monitor.get(info.id)
