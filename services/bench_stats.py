@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # A level is unreliable (client saturated) above these.
-LAG_P99_LIMIT_MS = 10.0
+LAG_P99_LIMIT_MS = 20.0
 CPU_BUSY_LIMIT = 0.90  # fraction of one core over the measurement window
 CONCURRENCY_WARN = 0.95
 
