@@ -167,8 +167,10 @@ class SlackBot:
         """Stop taking requests, finish the commands in flight, then stop delivering."""
         if self._socket is not None:
             await self._socket.close_async()
+            self._socket = None
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=drain_s)
         self._stop.set()

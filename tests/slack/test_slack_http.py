@@ -166,3 +166,31 @@ async def test_click_on_an_ephemeral_message_is_marked_through_response_url(make
     assert h.fake.responses[0]["replace_original"] is True
     assert "<@U1> chose *Yes*" in str(h.fake.responses[0]["blocks"])
     assert h.seen[0].text == "confirm 3" and h.seen[0].via_button
+
+
+async def test_restarted_bot_edits_the_same_message(make_harness) -> None:
+    first: Harness = await make_harness(job_dispatch)
+    await first.bot.outbox.send("job:8", Reply(text="Job 8: deploying"), channel="C1")
+    await first.wait_ref("job:8")
+    await first.bot.aclose()
+    second: Harness = await make_harness(job_dispatch)  # same database, new process state
+    await second.bot.outbox.send("job:8", Reply(text="Job 8: done", tone="success"), channel="C1")
+    await second.fake.wait_for(lambda f: f.messages[0].edits == 1)
+    assert len(second.fake.messages) == 1 and second.fake.messages[0].text == "Job 8: done"
+
+
+async def test_planted_secrets_never_reach_slack(make_harness) -> None:
+    token = "xoxb-9876543210-plantedsecretvalue"
+    key = "sk-proj-abcdefghijklmnopqrstuv"
+
+    async def leaky(h: Harness, msg: ChatMessage) -> Reply:
+        table = Table(columns=("line",), rows=((f"Authorization: Bearer {key}",),))
+        return Reply(text=f"journal says token={token}", tables=(table,), code=f"api_key={key}\n{token}",
+                     buttons=(Button("Show logs", "logs gpu-1"),))
+
+    h: Harness = await make_harness(leaky)
+    await h.slash(f"status {token}")
+    await h.fake.wait_for(lambda f: len(f.messages) == 1)
+    recorded = str([c.args for c in h.fake.calls]) + str([m.blocks for m in h.fake.messages])
+    assert token not in recorded and key not in recorded
+    assert "[REDACTED]" in recorded
