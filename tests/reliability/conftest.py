@@ -1,0 +1,34 @@
+"""Fixtures for the reliability suite: a bot core around a SimHost over SSH, on SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rel_kit import RelBot, settings_for
+
+from bot.app import build_core
+
+SCALE = 0.002
+
+
+@pytest.fixture
+async def rel_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    from simhost.host import SimHost
+
+    async with AsyncExitStack() as stack:
+        async def make(scenario: str = "healthy", *, db_url: str | None = None, scale: float = SCALE,
+                       policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
+                       sim_dir: Path | None = None) -> RelBot:
+            sim = await stack.enter_async_context(SimHost(sim_dir or tmp_path / "sim", scenario=scenario,
+                                                          time_scale=scale))
+            url = db_url or f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+            core = await build_core(settings_for(sim.info, url, policy=policy, bench=bench), stack,
+                                    transport="test", time_scale=scale, watch_journals=False,
+                                    start_scheduler=False)
+            return RelBot(core, sim)
+
+        yield make

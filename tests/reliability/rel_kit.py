@@ -1,0 +1,133 @@
+"""Shared helpers for the reliability suite: settings around a simulated host, DB probes, journal checks.
+
+Used by the in-process tests, by `rel_bot_proc.py` (a bot in its own OS process) and by the
+benchmarks in `benchmarks/`. Everything binds 127.0.0.1 and port 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bot.app import Core
+from bot.settings import Settings, load_settings
+from handlers.contract import Actor, ChatMessage, Reply
+
+TINY_BENCH: dict[str, Any] = {"concurrency": [1], "requests_per_level": 1, "warmup": 0, "input_len": 16,
+                              "output_len": 16}
+PG_URL = os.environ.get("PITCREW_TEST_PG_URL", "")
+
+
+def host_entry(info: dict[str, Any]) -> dict[str, Any]:
+    """A `hosts` settings entry from a SimHost's `.info` (or its `host.json`)."""
+    return {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"], "user": info["user"],
+            "client_key": info["client_key"], "known_hosts": info["known_hosts"], "unit": info["unit"],
+            "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
+
+
+def settings_for(info: dict[str, Any], db_url: str, *, bench: dict[str, Any] | None = None,
+                 policy: dict[str, Any] | None = None) -> Settings:
+    pol = {"confirm": [], "max_queued_jobs_per_host": 100, "user_commands_per_minute": 10_000, **(policy or {})}
+    return load_settings(None, db={"url": db_url}, hosts=[host_entry(info)], bench=bench or TINY_BENCH,
+                         policy=pol)
+
+
+def read_journal(sim_root: Path) -> list[dict[str, Any]]:
+    """Every entry of the simulated host's journal file, in order."""
+    path = sim_root / "journal" / "system.journal.jsonl"
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def systemd_unit_sequence(entries: list[dict[str, Any]], unit: str = "sglang.service") -> list[str]:
+    """systemd's own lines about the unit, reduced to Stopping/Stopped/Starting/Started/other."""
+    seq = []
+    for e in entries:
+        if e.get("SYSLOG_IDENTIFIER") != "systemd" and e.get("_PID") not in (1, "1"):
+            continue
+        if e.get("UNIT") != unit and e.get("USER_UNIT") != unit:
+            continue
+        msg = str(e.get("MESSAGE") or "")
+        for word in ("Stopping", "Stopped", "Starting", "Started", "Deactivated", "Failed", "Scheduled restart"):
+            if msg.startswith(word):
+                seq.append(word)
+                break
+    return seq
+
+
+def check_no_interleaving(seq: list[str]) -> list[str]:
+    """Problems in a unit's lifecycle sequence: a stop or start begun while another was in flight."""
+    problems = []
+    state = "stopped"  # nothing logged yet: the first line is the boot start
+    for i, word in enumerate(seq):
+        if word == "Stopping":
+            if state != "up":
+                problems.append(f"#{i} Stopping while {state}")
+            state = "stopping"
+        elif word in ("Stopped", "Deactivated"):
+            if state not in ("stopping", "stopped", "up"):
+                problems.append(f"#{i} {word} while {state}")
+            state = "stopped"
+        elif word == "Starting":
+            if state not in ("stopped",):
+                problems.append(f"#{i} Starting while {state}")
+            state = "starting"
+        elif word == "Started":  # Type=simple units log no "Starting" line
+            if state not in ("starting", "stopped"):
+                problems.append(f"#{i} Started while {state}")
+            state = "up"
+    return problems
+
+
+async def make_pg_database() -> str:
+    """A fresh PostgreSQL database for one test (dropped by `drop_pg_database`); returns its URL."""
+    import asyncpg
+
+    name = "rel_" + uuid.uuid4().hex[:10]
+    raw = PG_URL.replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(raw, timeout=10)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return PG_URL.rsplit("/", 1)[0] + "/" + name
+
+
+async def drop_pg_database(url: str) -> None:
+    import asyncpg
+
+    name = url.rsplit("/", 1)[1]
+    raw = PG_URL.replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(raw, timeout=10)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+class RelBot:
+    """A core plus its sim; `say` dispatches like a chat user."""
+
+    def __init__(self, core: Core, sim: Any) -> None:
+        self.core = core
+        self.sim = sim
+
+    async def say(self, text: str, *, user: str = "U1", channel: str = "C1") -> Reply:
+        reply: Reply = await self.core.router.dispatch(
+            ChatMessage(text=text, actor=Actor(user, f"user-{user}", "test"), channel=channel))
+        return reply
+
+
+def job_id_of(reply: Reply) -> int:
+    m = re.search(r"Job (\d+)", reply.text)
+    assert m, reply.text
+    return int(m.group(1))
