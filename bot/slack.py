@@ -94,6 +94,7 @@ class SlackBot:
         self._socket: Any = None
         self.http_port: int | None = None
         self._session: ClientSession | None = None
+
         async def _authorize(enterprise_id: str | None = None, team_id: str | None = None) -> AuthorizeResult:
             return self._auth or await self._auth_test()
 
@@ -221,14 +222,16 @@ class SlackBot:
             profile = user.get("profile") or {}
             name = profile.get("display_name") or user.get("real_name") or user.get("name") or user_id
         except Exception:
-            name = user_id
+            return user_id  # not cached: ask again next time
         self._names[user_id] = (time.monotonic(), str(name))
         return str(name)
 
     async def _groups_of(self, user_id: str) -> tuple[str, ...]:
         """Handles of the Slack user groups the user is in (cached; empty without the scope)."""
-        if self._groups is None or time.monotonic() - self._groups[0] > 300:
+        now = time.monotonic()
+        if self._groups is None or now > self._groups[0]:
             members: dict[str, list[str]] = {}
+            fresh_for = 300.0
             try:
                 resp = await self.client.usergroups_list(include_users=True)
                 for g in resp.get("usergroups") or []:
@@ -236,7 +239,8 @@ class SlackBot:
                         members.setdefault(u, []).append(str(g.get("handle")))
             except Exception as exc:
                 log.debug("usergroups.list unavailable (%s)", type(exc).__name__)
-            self._groups = (time.monotonic(), {u: tuple(sorted(h)) for u, h in members.items()})
+                fresh_for = 30.0  # no groups means fewer rights: try again soon
+            self._groups = (now + fresh_for, {u: tuple(sorted(h)) for u, h in members.items()})
         return self._groups[1].get(user_id, ())
 
     # -- listeners (ack first, then hand off) -------------------------------------------------
@@ -255,7 +259,12 @@ class SlackBot:
     async def _on_mention(self, event: dict[str, Any], body: dict[str, Any]) -> None:
         if not self._first_time(body.get("event_id")) or not event.get("user"):
             return
-        text = _MENTION.sub("", event.get("text") or "").strip() or "help"
+        raw = event.get("text") or ""
+        if self.bot_user_id:
+            raw = re.sub(rf"<@{re.escape(self.bot_user_id)}(?:\|[^>]*)?>", "", raw)
+        else:
+            raw = _MENTION.sub("", raw, count=1)
+        text = raw.strip() or "help"
         self._spawn(self._from_event(event, text))
 
     async def _on_message(self, event: dict[str, Any], body: dict[str, Any]) -> None:

@@ -76,6 +76,7 @@ class FakeSlack:
         self.files: dict[str, dict[str, Any]] = {}
         self.users: dict[str, dict[str, Any]] = {}
         self.channels: dict[str, dict[str, Any]] = {}
+        self.usergroups: list[dict[str, Any]] = []
         self.faults: list[Fault] = []
         self._last_ts = 0.0
         self._file_ids = itertools.count(1)
@@ -128,6 +129,10 @@ class FakeSlack:
     def add_channel(self, channel_id: str, name: str, *, is_member: bool = True) -> None:
         self.channels[channel_id] = {"id": channel_id, "name": name, "is_member": is_member,
                                      "is_channel": True}
+
+    def add_usergroup(self, handle: str, users: list[str]) -> None:
+        gid = f"S{len(self.usergroups) + 1:04d}"
+        self.usergroups.append({"id": gid, "handle": handle, "name": handle, "users": list(users)})
 
     def fail(self, method: str, kind: str, *, times: int = 1, retry_after: int = 1,
              error: str = "internal_error", status: int = 503, delay_s: float = 0.0) -> None:
@@ -377,6 +382,11 @@ class FakeSlack:
         if user is None:
             return {"ok": False, "error": "user_not_found"}
         return {"ok": True, "user": user}
+
+    def _m_usergroups_list(self, a: dict[str, Any], _r: web.Request) -> dict[str, Any]:
+        with_users = str(a.get("include_users", "")).lower() in ("1", "true")
+        groups = [g if with_users else {k: v for k, v in g.items() if k != "users"} for g in self.usergroups]
+        return {"ok": True, "usergroups": groups}
 
     def _m_conversations_info(self, a: dict[str, Any], _r: web.Request) -> dict[str, Any]:
         info = self.channels.get(a.get("channel", ""))

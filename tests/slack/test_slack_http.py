@@ -194,3 +194,17 @@ async def test_planted_secrets_never_reach_slack(make_harness) -> None:
     recorded = str([c.args for c in h.fake.calls]) + str([m.blocks for m in h.fake.messages])
     assert token not in recorded and key not in recorded
     assert "[REDACTED]" in recorded
+
+
+async def test_actor_carries_slack_user_groups_and_display_name(make_harness) -> None:
+    h: Harness = await make_harness(job_dispatch)
+    h.fake.add_usergroup("gpu-oncall", ["U1", "U3"])
+    h.fake.add_usergroup("ml-team", ["U1"])
+    h.fake.add_user("U3", "carol", real_name="Carol C")
+    mention_ts = f"{time.time():.6f}"
+    await h.event({"type": "app_mention", "channel": "C1", "user": "U3", "ts": mention_ts,
+                   "text": "<@UBOT> mute gpu-1 for <@U1>"}, event_id="EvG")
+    await h.fake.wait_for(lambda f: len(f.messages) == 1)
+    actor = h.seen[0].actor
+    assert actor.groups == ("gpu-oncall",) and actor.name == "carol"
+    assert h.seen[0].text == "mute gpu-1 for <@U1>"  # only the bot's own mention is stripped
