@@ -123,7 +123,7 @@ class SimHost:
         self.info = {"name": self.name, "ssh_host": ssh_host, "ssh_port": ssh_port, "user": user,
                      "client_key": client_key, "known_hosts": known_hosts, "unit": UNIT,
                      "unit_dir": str(self.unit_dir), "server_url": self.server_url}
-        _write_json(root / "host.json", {**self.info, "server_port": self.server_port})
+        _write_json(root / "host.json", self.info)
 
     def _make_root(self) -> Path:
         if self._given_dir is None:
@@ -136,7 +136,8 @@ class SimHost:
     def _layout(self) -> None:
         root = self.root
         old = _read_json(root / "host.json")
-        self.server_port = int(old.get("server_port") or 0) or free_port()
+        old_url = str(old.get("server_url") or "")
+        self.server_port = int(old_url.rsplit(":", 1)[1]) if old_url.count(":") == 2 else free_port()
         self.unit_dir.mkdir(parents=True, exist_ok=True)
         model_dir = root / "models" / MODEL
         model_dir.mkdir(parents=True, exist_ok=True)
@@ -281,7 +282,10 @@ class SimHost:
             answer: dict[str, Any] = {"ok": True, "props": sup.properties(), "changed": changed}
             if op == "status":
                 pids = procs.group_members(sup.main_pid) if sup.main_pid else []
-                answer.update(pids=[(p, _cmdline(p)) for p in pids], main_comm=procs.comm(sup.main_pid),
+                titles = {h.pid: h.name for h in gpu.holders(self.root)}  # setproctitle'd schedulers
+                answer.update(pids=[(p, titles.get(p) or " ".join(sup.unit.exec_start) if p == sup.main_pid
+                                     else titles.get(p) or _cmdline(p)) for p in pids],
+                              main_comm=procs.comm(sup.main_pid),
                               since=sup.stamps.get("StateChangeTimestamp", 0.0),
                               exec=" ".join(sup.unit.exec_start))
             return answer

@@ -73,6 +73,7 @@ class Supervisor:
         self._restart_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._stopping = False
+        self._closing = False
         self._starts: deque[float] = deque()
         self._started_at = 0.0
         self._ready_at = 0.0
@@ -248,7 +249,7 @@ class Supervisor:
         assert self._exit is not None
         if not self._exit.done():
             self._exit.set_result(rc)
-        if not self._stopping:
+        if not self._stopping and not self._closing:
             self._on_unexpected_exit(rc)
 
     def _exit_code(self, rc: int) -> tuple[str, int, bool]:
@@ -364,6 +365,7 @@ class Supervisor:
 
     async def close(self) -> None:
         """Stop everything now (SIGKILL to the process group); used on SimHost exit."""
+        self._closing = True
         self._cancel_restart()
         if self.main_pid:
             procs.kill_group(self.main_pid, signal.SIGKILL)
@@ -371,6 +373,7 @@ class Supervisor:
             if task is not None:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(task, 2.0)
+        self._cancel_restart()
 
     # ---- properties -----------------------------------------------------------------------
     def properties(self) -> dict[str, str]:

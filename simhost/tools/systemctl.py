@@ -168,9 +168,22 @@ def _cat(root: Path, units: list[str]) -> int:
 
 
 def _ago(then: float) -> str:
-    from simhost.unitfile import SEC, format_timespan
-
-    return format_timespan(int(max(0.0, time.time() - then) * 1e6) // SEC * SEC, SEC) + " ago"
+    """systemd's format_timestamp_relative(): `3min 5s ago`, `12s ago`, `417ms ago`, `now`."""
+    d = max(0.0, time.time() - then)
+    days, rest = divmod(int(d), 86400)
+    hours, rest = divmod(rest, 3600)
+    mins, secs = divmod(rest, 60)
+    if days:
+        return f"{days} day{'s' if days > 1 else ''} {hours}h ago"
+    if hours:
+        return f"{hours}h {mins}min ago"
+    if mins:
+        return f"{mins}min {secs}s ago"
+    if secs:
+        return f"{secs}s ago"
+    if d >= 0.001:
+        return f"{int(d * 1000)}ms ago"
+    return "now"
 
 
 def _status(root: Path, units: list[str], opts: dict[str, object]) -> int:
