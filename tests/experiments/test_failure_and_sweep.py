@@ -24,7 +24,8 @@ async def test_seed_try_10_steps_fails_diagnosed_and_rolls_back(make_bot) -> Non
     assert failure, [d.key for d in bot.transcript.log]
     text = failure[-1].reply.text
     assert "cuda_oom_runtime" in text and "Rolled back automatically" in text
-    assert "accept len 5.5" in text  # it ran before it died, and the message says so
+    # it ran before it died (accept length ~5.5 from its own Decode batch lines), and the message says so
+    assert re.search(r"accept len 5\.[3-7]", text), text
     # partial results (C=1) were still posted
     tables = bot.messages(lambda d: d.thread_of == f"job:{job.id}" and d.reply.tables)
     assert [r[0] for r in tables[0].reply.tables[0].rows] == ["1"]
