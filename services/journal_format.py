@@ -282,7 +282,10 @@ def parse_entry(line: bytes | str) -> JournalEntry | None:
 
 
 def iter_entries(lines: Iterable[bytes | str], stats: ParseStats | None = None) -> Iterator[JournalEntry]:
-    """Yield the entries of `lines`, skipping (and counting) the bad ones; never raises on content."""
+    """Yield the entries of `lines`, skipping (and counting) the bad ones; never raises on content.
+
+    `stats` is updated when the iterator is exhausted or closed (the loop keeps its counters local).
+    """
     st = stats if stats is not None else ParseStats()
     decode = _decoder.decode
     from_raw = _from_raw
