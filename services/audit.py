@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.db import Database
 from services.models import AuditEvent, utcnow
-from services.redact import redact
+from services.redact import redact_obj
 
 
 @dataclass(frozen=True)
@@ -107,17 +107,6 @@ class AuditLog:
         async with self._db.sessions() as s:
             rows = (await s.execute(stmt)).scalars().all()
             return [_view(r) for r in rows]
-
-
-def redact_obj(value: Any) -> Any:
-    """Redact every string inside a JSON-like value before it is stored."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: redact_obj(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_obj(v) for v in value]
-    return value
 
 
 def _view(r: AuditEvent) -> AuditRecord:
