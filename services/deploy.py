@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from services.errors import DeployFailed, HostError
+from services.evidence import parse_show
 from services.hosts import Host
 from services.journal_format import JournalEntry, parse_entry
 from services.sglang_log import Capacity, is_ready_line, parse_capacity
@@ -81,15 +82,6 @@ class StartFailed(DeployFailed):
     def __init__(self, message: str, failure: StartFailure) -> None:
         super().__init__(message)
         self.failure = failure
-
-
-def parse_show(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        k, sep, v = line.partition("=")
-        if sep:
-            out[k.strip()] = v.strip()
-    return out
 
 
 def _int(v: str | None) -> int:
