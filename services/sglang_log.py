@@ -154,9 +154,16 @@ def parse_capacity(message: str) -> Capacity | None:
                     values["max_running_requests"], values["context_len"], _f(_AVAIL_MEM, message))
 
 
-def is_ready_line(message: str) -> bool:
-    """True for SGLang's ready line (and vLLM's/uvicorn's `Application startup complete.`)."""
-    return READY_TEXT in message or "Application startup complete." in message
+def is_ready_line(message: str, *, engine: str = "sglang") -> bool:
+    """True for the server's ready line.
+
+    SGLang: `The server is fired up and ready to roll!` only — SGLang's uvicorn prints `Application startup
+    complete.` before it even binds the port and before the warm-up request, so that line is not readiness.
+    vLLM (`engine="vllm"`): uvicorn's `Application startup complete.` is the ready signal (FORMATS b.3).
+    """
+    if engine == "vllm":
+        return "Application startup complete." in message
+    return READY_TEXT in message
 
 
 # --- error signatures --------------------------------------------------------------------------

@@ -168,6 +168,8 @@ def test_other_sglang_lines() -> None:
         10.21,
     )
     assert is_ready_line("[2026-03-09 14:03:49] The server is fired up and ready to roll!")
+    assert not is_ready_line("INFO:     Application startup complete.")  # SGLang prints it before binding
+    assert is_ready_line("INFO:     Application startup complete.", engine="vllm")
     assert "kv_not_enough" in signatures(
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     )
