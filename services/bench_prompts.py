@@ -27,7 +27,7 @@ _WORDS = tuple(_WORD_TEXT.split())
 
 def synthetic_prompt(seed: int, index: int, input_len: int) -> str:
     rng = random.Random(seed * 1_000_003 + index)
-    words = [rng.choice(_WORDS) for _ in range(max(input_len - 4, 1))]
+    words = rng.choices(_WORDS, k=max(input_len - 4, 1))
     return f"Request {index} seed {seed}: " + " ".join(words)
 
 

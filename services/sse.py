@@ -17,7 +17,6 @@ import orjson
 # (completions). `[^"]` after the opening quote means the string is not empty; an escaped
 # first character (`\"`, `\n`) still counts as text.
 _TEXT = re.compile(rb'(?:content|"text)"\s*:\s*"[^"]')
-_USAGE_OBJ = re.compile(rb'"usage"\s*:\s*\{')
 _ERROR_OBJ = re.compile(rb'^\s*\{\s*"error"|"object"\s*:\s*"error"')
 
 
@@ -67,7 +66,8 @@ class StreamState:
                 self.max_gap = now - self.last_text
             self.last_text = now
             self.text_events += 1
-        if b'"usage"' in payload and _USAGE_OBJ.search(payload) is not None:
+        u = payload.find(b'"usage"')
+        if u >= 0 and payload[u + 7:u + 13].lstrip(b" \t:")[:1] == b"{":
             self.completion_tokens = _completion_tokens(payload)
         elif b"error" in payload[:48] and _ERROR_OBJ.search(payload[:48]) is not None:
             self.error = _error_text(payload)

@@ -255,7 +255,7 @@ class Conn(asyncio.Protocol):
         self.transport = None
 
     def write(self, data: bytes) -> None:
-        if self.transport is not None:
+        if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
     def abort(self) -> None:
