@@ -147,6 +147,10 @@ async def measure(name: str, srv: TruthServer, c: int, out_len: int, small: int,
     return {"name": name, **b, "marginal_cpu_per_1k": marginal}
 
 
+def _exists(path: str) -> bool:
+    return Path(path).exists()
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--concurrency", type=int, default=16)
@@ -162,7 +166,7 @@ async def main() -> None:
         await naive(a.naive[0], int(a.naive[1]), int(a.naive[2]), int(a.naive[3]))
         return
     clients = ["pitcrew", "naive-httpx"]
-    if Path(a.aiperf).exists() and Path(a.tokenizer).exists():
+    if _exists(a.aiperf) and _exists(a.tokenizer):
         clients.append("aiperf")
     else:
         print(f"aiperf not found at {a.aiperf} (or no tokenizer at {a.tokenizer}): skipped")
