@@ -93,6 +93,7 @@ class SlackBot:
         self._runner: web.AppRunner | None = None
         self._socket: Any = None
         self.http_port: int | None = None
+        self.ack_seconds: collections.deque[float] = collections.deque(maxlen=10_000)  # HTTP mode
         self._session: ClientSession | None = None
 
         async def _authorize(enterprise_id: str | None = None, team_id: str | None = None) -> AuthorizeResult:
@@ -187,8 +188,10 @@ class SlackBot:
     # -- HTTP mode ----------------------------------------------------------------------------
 
     async def _http_events(self, request: web.Request) -> web.Response:
+        t0 = time.perf_counter()
         bolt_req = await to_bolt_request(request)
         bolt_resp = await self.app.async_dispatch(bolt_req)
+        self.ack_seconds.append(time.perf_counter() - t0)
         return await to_aiohttp_response(bolt_resp)
 
     async def _http_health(self, _request: web.Request) -> web.Response:
