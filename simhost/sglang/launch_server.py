@@ -40,6 +40,10 @@ def out(line: str) -> None:
     sys.stdout.flush()
 
 
+def _mmss(seconds: float) -> str:
+    return f"{int(seconds) // 60:02d}:{int(seconds) % 60:02d}"
+
+
 def log(msg: str, tp: int | None = None) -> None:
     prefix = f" TP{tp}" if tp is not None else ""
     lines = msg.split("\n")
@@ -110,6 +114,28 @@ class Server:
     async def phase_sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds * self.scale)
 
+    async def progress(self, label: str, total: int, seconds: float, ascii_bar: bool = False) -> None:
+        """A tqdm bar as TP0 writes it: `\r`-separated refreshes, one newline at the end (so the
+        journal stores the whole history as one entry whose MESSAGE is a byte array)."""
+        steps = 8
+        for i in range(steps + 1):
+            done = total * i // steps
+            elapsed = seconds * i / steps
+            left = seconds - elapsed
+            rate = f"{seconds / total:.2f}s/it" if i else "?it/s"
+            pct = 100 * done // total
+            if ascii_bar:
+                bar = f"{label}: {pct:3d}% Completed | {done}/{total} [{_mmss(elapsed)}<{_mmss(left)}, {rate}]"
+            else:
+                filled = "█" * (pct // 10) + " " * (10 - pct // 10)
+                bar = f"{label}: {pct:3d}%|{filled}| {done}/{total} [{_mmss(elapsed)}<{_mmss(left)}, {rate}]"
+            sys.stdout.write("\r" + bar)
+            sys.stdout.flush()
+            if i < steps:
+                await self.phase_sleep(seconds / steps)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
     # ---- start-up -----------------------------------------------------------------------------
     async def startup(self) -> bool:
         state = simstate.read(self.root)
@@ -145,7 +171,7 @@ class Server:
                 self.child_failed(texts.torch_oom(rank, 1.17, self.total_gib, max(0.0, avail[rank] - 0.2),
                                                   avail[rank] - 0.2 + 0.5 - max(0.0, avail[rank] - weights),
                                                   holders, "load"), tp=rank)
-        await self.phase_sleep(70.0 * slow)
+        await self.progress("Loading safetensors checkpoint shards", 47, 70.0 * slow, ascii_bar=True)
         self.hold("weights")
         self.load_time = 70.0 * slow
         for rank in range(self.tp):
@@ -175,7 +201,7 @@ class Server:
         for rank in range(self.tp):
             log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={free_after:.2f} GB",
                 tp=rank)
-        await self.phase_sleep(22.0)
+        await self.progress(f"Capturing batches (bs=1 avail_mem={free_after - 0.8:.2f} GB)", 23, 22.0)
         graph_gib = model.BASE_GIB + model.GRAPH_GIB_PER_DRAFT * self.d
         for rank in range(self.tp):
             log(f"Capture cuda graph end. Time elapsed: 22.41 s. mem usage={graph_gib:.2f} GB. "
