@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -165,23 +167,38 @@ class JobRunner:
         for job in candidates:
             lease = await self.leases.get(f"host:{job.host}")
             alive = (lease is not None and lease.holder != self.holder and lease.job_id == job.id
-                     and lease.expires_at > utcnow() and not self.db.is_sqlite)
+                     and lease.expires_at > utcnow() and not self.db.is_sqlite and not _holder_dead(lease.holder))
             if alive:
                 continue
-            async with self.db.session() as s:
-                await s.execute(update(Job).where(Job.id == job.id, Job.state == "running").values(
-                    state="interrupted", finished_at=utcnow(),
-                    error="the bot stopped while this job ran; it was not re-run"))
-                await self.audit.record(s, actor=AuditActor("pitcrew", "pitcrew", "internal"),
-                                        action="job-interrupted", host=job.host, detail={"job": job.id})
-            if lease is not None and lease.job_id == job.id:
-                async with self.db.session() as s:
-                    await s.execute(delete(Lease).where(Lease.name == f"host:{job.host}",
-                                                        Lease.job_id == job.id))
-            info = await self.get(job.id)
-            out.append(info)
-            await self.bus.publish(JobFinished(info.ref(), "interrupted", info.error))
+            info = await self._mark_interrupted(job, free_lease=lease is not None and lease.job_id == job.id)
+            if info is not None:
+                out.append(info)
         return out
+
+    async def _mark_interrupted(self, job: JobInfo, *, free_lease: bool) -> JobInfo | None:
+        async with self.db.session() as s:
+            res = await s.execute(update(Job).where(Job.id == job.id, Job.state == "running").values(
+                state="interrupted", finished_at=utcnow(),
+                error="the bot stopped while this job ran; it was not re-run"))
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                return None
+            await self.audit.record(s, actor=AuditActor("pitcrew", "pitcrew", "internal"),
+                                    action="job-interrupted", host=job.host, detail={"job": job.id})
+        if free_lease:
+            async with self.db.session() as s:
+                await s.execute(delete(Lease).where(Lease.name == f"host:{job.host}", Lease.job_id == job.id))
+        info = await self.get(job.id)
+        await self.bus.publish(JobFinished(info.ref(), "interrupted", info.error))
+        return info
+
+    async def _reap_orphans(self, host: str, current: int) -> None:
+        """We hold the host's lease: any other job still `running` there lost its process."""
+        async with self.db.sessions() as s:
+            rows = (await s.execute(select(Job).where(Job.host == host, Job.state == "running",
+                                                      Job.id != current))).scalars().all()
+            orphans = [_info(j) for j in rows]
+        for job in orphans:
+            await self._mark_interrupted(job, free_lease=False)
 
     # ---- queries ---------------------------------------------------------------------------
     async def get(self, job_id: int) -> JobInfo:
@@ -312,6 +329,7 @@ class JobRunner:
                 job = await self._next(host)
                 if job is not None and await self.leases.acquire(f"host:{host}", self.holder, job_id=job.id):
                     try:
+                        await self._reap_orphans(host, job.id)
                         await self._run(job)
                     finally:
                         await self.leases.release(f"host:{host}", self.holder)
@@ -383,6 +401,24 @@ class JobRunner:
     def wake(self, host: str) -> None:
         if host in self._wake:
             self._wake[host].set()
+
+
+def _holder_dead(holder: str) -> bool:
+    """True when a lease holder (``hostname:pid:token``) was a process on this machine that is gone,
+    or an earlier process with our own pid (a restarted container)."""
+    parts = holder.split(":")
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def since(seconds: float) -> Any:
