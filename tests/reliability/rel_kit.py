@@ -6,10 +6,15 @@ benchmarks in `benchmarks/`. Everything binds 127.0.0.1 and port 0.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
+import signal
+import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +136,76 @@ def job_id_of(reply: Reply) -> int:
     m = re.search(r"Job (\d+)", reply.text)
     assert m, reply.text
     return int(m.group(1))
+
+
+REPO = Path(__file__).resolve().parent.parent.parent
+BOT_PROC = Path(__file__).resolve().parent / "rel_bot_proc.py"
+
+
+class Proc:
+    """A child process whose stdout is JSON lines; `events` collects them as they come."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.events: list[dict[str, Any]] = []
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            with contextlib.suppress(ValueError):
+                self.events.append(json.loads(line))
+
+    async def wait_event(self, pred: Callable[[dict[str, Any]], bool], within: float = 30.0) -> dict[str, Any]:
+        async with asyncio.timeout(within):
+            while True:
+                for e in self.events:
+                    if pred(e):
+                        return e
+                if self.proc.returncode is not None and self._reader.done():
+                    raise AssertionError(f"process exited ({self.proc.returncode}) without it: {self.events}")
+                await asyncio.sleep(0.02)
+
+    def kill9(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+
+    async def stop(self, within: float = 20.0) -> int:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.terminate()
+        try:
+            async with asyncio.timeout(within):
+                await self.proc.wait()
+        except TimeoutError:
+            self.kill9()
+            await self.proc.wait()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._reader, 5)
+        return int(self.proc.returncode or 0)
+
+
+async def start_bot_proc(db_url: str, host_json: Path, *, say: list[str] = (),  # type: ignore[assignment]
+                         scale: float = 0.002, bench: dict[str, Any] | None = None,
+                         until_idle: bool = False) -> Proc:
+    argv = [sys.executable, str(BOT_PROC), "--db", db_url, "--host-json", str(host_json), "--scale", str(scale)]
+    if bench:
+        argv += ["--bench", json.dumps(bench)]
+    for s in say:
+        argv += ["--say", s]
+    if until_idle:
+        argv.append("--until-idle")
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=str(REPO), stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL)
+    return Proc(proc)
+
+
+async def start_sim_proc(sim_dir: Path, *, scale: float = 0.002, scenario: str = "healthy") -> Proc:
+    """`pitcrew sim up` in its own process; returns once `DIR/host.json` is written."""
+    pitcrew = Path(sys.executable).with_name("pitcrew")
+    proc = await asyncio.create_subprocess_exec(
+        str(pitcrew), "sim", "up", "--dir", str(sim_dir), "--time-scale", str(scale), "--scenario", scenario,
+        cwd=str(REPO), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    p = Proc(proc)
+    await p.wait_event(lambda e: "ssh_port" in e, within=60)
+    return p
