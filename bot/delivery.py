@@ -57,7 +57,7 @@ class Backoff:
     """Exponential backoff with full jitter: ``base * 2**attempts`` capped at ``cap`` seconds."""
 
     base_s: float = 0.5
-    cap_s: float = 300.0
+    cap_s: float = 60.0
     jitter: float = 0.5  # fraction of the delay randomised (0 = none)
 
     def delay(self, attempts: int, *, at_least: float = 0.0) -> float:
