@@ -30,10 +30,6 @@ _XID_RX = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*
 _KERNEL_OOM_RX = re.compile(
     r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)"
 )
-_FLAG_RX = re.compile(
-    r"--(speculative-num-steps|mem-fraction-static|context-length|speculative-eagle-topk|"
-    r"speculative-num-draft-tokens|port|cuda-graph-max-bs|max-running-requests)[= ]+(\S+)"
-)
 
 
 @dataclass(eq=False)
@@ -279,66 +275,6 @@ def _exit_lines(inv: Invocation) -> list[str]:
     return [ev.message for ev in inv.events if ev.kind in {"main_exited", "failed_result", "stop_timeout"}][
         :2
     ]
-
-
-def _config_change(invs: list[Invocation], side: SideEvidence) -> tuple[str | None, bool]:
-    """(text naming the suspected configuration change, whether a recorded deploy/rollback backs it)."""
-    first = invs[0].start_us if invs else None
-    deploys = [
-        a
-        for a in side.actions
-        if a.action in {"deploy", "rollback"} and (first is None or a.at.timestamp() * 1e6 <= first + 5e6)
-    ]
-    flags = dict(_FLAG_RX.findall(side.unit_file or ""))
-    parts = []
-    if deploys:
-        a = deploys[-1]
-        parts.append(
-            (f"{a.detail}, " if a.detail else "") + f"{a.action} by {a.who} at "
-            f"{_t(int(a.at.timestamp() * 1e6))}"
-        )
-    steps = flags.get("speculative-num-steps")
-    if steps is not None:
-        text = f"the unit runs --speculative-num-steps {steps}"
-        if flags.get("speculative-eagle-topk") == "1" and steps.isdigit():
-            text += f" = {int(steps) + 1} draft tokens per request with --speculative-eagle-topk 1"
-        parts.append(text)
-    return ("; ".join(parts) if parts else None), bool(deploys)
-
-
-def _kernel_window(kernel: list[JournalEntry], inv: Invocation) -> list[JournalEntry]:
-    lo, hi = inv.start_us - 600_000_000, inv.end_us + 60_000_000
-    return [k for k in kernel if lo <= k.realtime_us <= hi or not k.realtime_us]
-
-
-def _stale_holders(inv: Invocation, side: SideEvidence, unit: str) -> list[tuple[int, str]]:
-    main_pid = side.systemctl_show.get("MainPID")
-    own = set(inv.pids) | ({int(main_pid)} if main_pid and main_pid.isdigit() and main_pid != "0" else set())
-    procs = {p.pid: p for p in side.process_info}
-    for _ in range(3):  # children and grandchildren of the unit's main process are the unit's own
-        own |= {
-            p.pid
-            for p in side.process_info
-            if (p.ppid is not None and p.ppid in own) or (p.cgroup and f"/{unit}" in p.cgroup)
-        }
-    holders = []
-    for app in side.nvidia_smi_apps:
-        if app.pid in own:
-            continue
-        p = procs.get(app.pid)
-        who = f"pid {app.pid} ({p.cmdline if p and p.cmdline else app.process_name}"
-        who += f", user {p.user}" if p and p.user else ""
-        who += f", {app.used_memory_mib} MiB" if app.used_memory_mib is not None else ""
-        holders.append((app.pid, who + ")"))
-    for e in inv.sig("foreign_gpu_process"):
-        for pid_s, mem in re.findall(r"Process (\d+) has ([\d.]+ [GM]iB) memory in use", e.message):
-            pid = int(pid_s)
-            if pid not in own and pid not in {h[0] for h in holders}:
-                holders.append((pid, f"pid {pid} ({mem} on the GPU)"))
-    for ev in inv.leftovers:
-        if ev.pid is not None and ev.pid not in {h[0] for h in holders}:
-            holders.append((ev.pid, f"pid {ev.pid} ({ev.comm}, left over from an earlier run)"))
-    return holders
 
 
 def evaluate(
