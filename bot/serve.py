@@ -41,6 +41,7 @@ async def serve(settings: Settings) -> None:
                        wake=core.wake, holder=core.holder)
         await bot.start()
         stack.push_async_callback(bot.aclose)
+        core.extras["delivery_stats"] = bot.stats
         health = HealthServer(core)
         core.router.domain.health = health.summary
         if slack.mode == "http":

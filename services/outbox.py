@@ -132,6 +132,9 @@ class OutboxStore:
             if existing is None:
                 s.add(ChatMessageRef(transport=item.transport, key=item.key, channel=ref.channel,
                                      ts=ref.ts, thread_ts=ref.thread_ts))
+            elif (existing.channel, existing.ts, existing.thread_ts) != (ref.channel, ref.ts, ref.thread_ts):
+                # the message was posted again (e.g. the old one was deleted): later edits go to the new one
+                existing.channel, existing.ts, existing.thread_ts = ref.channel, ref.ts, ref.thread_ts
 
     async def mark_failed(self, item: OutboxItem, *, error: str, retry_in_s: float,
                           give_up: bool = False) -> None:

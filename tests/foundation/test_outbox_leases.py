@@ -70,3 +70,14 @@ async def test_edits_of_a_posted_message_coalesce_to_the_newest(db: Database) ->
     got = await box.claim(transport="slack", holder="w1")
     assert [i.payload["text"] for i in got] == ["v6"]
     assert await box.depth("slack") == 1
+
+
+async def test_a_message_posted_again_moves_its_ref(db: Database) -> None:
+    box = OutboxStore(db)
+    await box.enqueue(transport="slack", key="job:6", channel="C1", payload={"text": "v1"})
+    (first,) = await box.claim(transport="slack", holder="w1")
+    await box.mark_sent(first, MessageRef("slack", "C1", "1.0"))
+    await box.enqueue(transport="slack", key="job:6", channel="C1", payload={"text": "v2"})
+    (second,) = await box.claim(transport="slack", holder="w1")
+    await box.mark_sent(second, MessageRef("slack", "C1", "2.0"))  # the old message was gone: posted anew
+    assert await box.ref_for("slack", "job:6") == MessageRef("slack", "C1", "2.0")
