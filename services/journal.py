@@ -34,10 +34,9 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Protocol
 
 from sqlalchemy import select
 
@@ -46,127 +45,34 @@ from services.errors import CommandFailed, DatabaseUnavailable, HostError, HostK
 from services.events import EventBus
 from services.hosts import Host
 from services.journal_format import JournalEntry, parse_entry
+from services.journal_types import (
+    STATE_PROPERTIES,
+    FollowerStatus,
+    HostContactLost,
+    HostContactRestored,
+    UnitState,
+    UnitStateRead,
+    _Counters,
+    parse_show,
+)
 from services.models import JournalCursor, Lease, utcnow
 
-log = logging.getLogger("pitcrew.journal")
+__all__ = ["STATE_PROPERTIES", "CursorSink", "FollowerStatus", "HostContactLost", "HostContactRestored",
+           "JournalFollower", "LeaseLost", "OnEntry", "UnitState", "UnitStateRead", "parse_show"]
 
-STATE_PROPERTIES = ("NRestarts", "ActiveState", "SubState", "Result", "MainPID", "ExecMainStatus",
-                    "ExecMainCode", "InvocationID")
+log = logging.getLogger("pitcrew.journal")
 
 OnEntry = Callable[[JournalEntry], Awaitable[None]]
 
 
+class CursorSink(Protocol):
+    """Writes the cursors of many followers in one transaction (see `services.journal_fleet`)."""
+
+    async def flush(self) -> None: ...
+
+
 class LeaseLost(PitcrewError):
     """This process no longer holds the lease for a host's journal."""
-
-
-@dataclass(frozen=True)
-class UnitState:
-    """`systemctl show` of a unit (property → value as printed)."""
-
-    properties: Mapping[str, str]
-    read_at: datetime
-
-    def get(self, key: str, default: str = "") -> str:
-        return self.properties.get(key, default)
-
-    @property
-    def n_restarts(self) -> int:
-        return _int(self.get("NRestarts"))
-
-    @property
-    def main_pid(self) -> int:
-        return _int(self.get("MainPID"))
-
-    @property
-    def active_state(self) -> str:
-        return self.get("ActiveState")
-
-    @property
-    def sub_state(self) -> str:
-        return self.get("SubState")
-
-    @property
-    def running(self) -> bool:
-        return self.active_state == "active" and self.sub_state in ("running", "")
-
-
-@dataclass(frozen=True)
-class UnitStateRead:
-    """Event: the unit's systemd state was read (on connect and after a unit state change)."""
-
-    host: str
-    unit: str
-    state: UnitState
-
-
-@dataclass(frozen=True)
-class HostContactLost:
-    """Event: pitcrew could not reach the host's journal for a while."""
-
-    host: str
-    since: datetime
-    error: str
-
-
-@dataclass(frozen=True)
-class HostContactRestored:
-    """Event: the host answers again after `HostContactLost`."""
-
-    host: str
-    since: datetime
-    restored_at: datetime
-
-
-@dataclass(frozen=True)
-class FollowerStatus:
-    """A snapshot of one follower's counters (for status lines and metrics)."""
-
-    host: str
-    unit: str
-    connected: bool
-    entries: int
-    bad_lines: int
-    handler_errors: int
-    reconnects: int
-    cursor: str | None
-    last_entry_realtime_us: int | None
-    lost_since: datetime | None
-
-    def lag_s(self, now: datetime | None = None) -> float | None:
-        """Seconds between now and the newest processed entry's journal time."""
-        if self.last_entry_realtime_us is None:
-            return None
-        ref = (now or datetime.now(UTC)).timestamp()
-        return max(0.0, ref - self.last_entry_realtime_us / 1e6)
-
-
-@dataclass
-class _Counters:
-    entries: int = 0
-    bad_lines: int = 0
-    handler_errors: int = 0
-    reconnects: int = 0
-    last_realtime_us: int | None = None
-    stored_entries: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def parse_show(text: str) -> dict[str, str]:
-    """`Key=Value` lines of `systemctl show` (any order) as a dict."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key and key.strip() == key:
-            out[key] = value
-    return out
-
-
-def _int(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        return 0
 
 
 class JournalFollower:
@@ -188,6 +94,7 @@ class JournalFollower:
         backoff_max_s: float = 30.0,
         lost_after_s: float = 60.0,
         command_timeout_s: float = 10.0,
+        sink: CursorSink | None = None,
     ) -> None:
         self.db = db
         self.host = host
@@ -217,6 +124,7 @@ class JournalFollower:
         self._state_task: asyncio.Task[None] | None = None
         self._state_dirty = False
         self._flush_lock = asyncio.Lock()
+        self._sink = sink
         self.last_state: UnitState | None = None
 
     # -- public ---------------------------------------------------------------------------------
@@ -238,6 +146,8 @@ class JournalFollower:
     async def run(self) -> None:
         """Follow until `stop()` (or cancellation, or the lease is lost); always flushes on exit."""
         flusher = asyncio.create_task(self._flush_loop(), name=f"journal-flush:{self.host_name}")
+        if self._sink is not None:
+            flusher.cancel()  # the shared sink flushes every follower's cursor in one transaction
         try:
             await self._load_cursor()
             attempt = 0
@@ -275,6 +185,9 @@ class JournalFollower:
 
     async def flush(self) -> None:
         """Persist the cursor of the last processed entry (no-op when unchanged)."""
+        if self._sink is not None:
+            await self._sink.flush()
+            return
         async with self._flush_lock:
             cursor = self._cursor
             if cursor is None or cursor == self._stored_cursor:
@@ -295,6 +208,26 @@ class JournalFollower:
                     row.entries = count
                     row.updated_at = utcnow()
             self._stored_cursor = cursor
+
+    # -- for a shared cursor sink -----------------------------------------------------------------
+
+    @property
+    def lease_name(self) -> str | None:
+        return self._lease_name
+
+    def pending_cursor(self) -> tuple[str, int] | None:
+        """(cursor, total entries) when the cursor moved since it was last stored."""
+        cursor = self._cursor
+        if cursor is None or cursor == self._stored_cursor or not self._loaded:
+            return None
+        return cursor, self._n.stored_entries + self._n.entries
+
+    def cursor_stored(self, cursor: str) -> None:
+        self._stored_cursor = cursor
+
+    def lease_lost(self) -> None:
+        """The sink found this follower's lease gone: stop without writing the cursor again."""
+        self._stop.set()
 
     # -- internals ------------------------------------------------------------------------------
 
