@@ -30,7 +30,7 @@ def _stat(pid: int) -> list[str] | None:
 
 def alive(pid: int) -> bool:
     fields = _stat(pid)
-    return bool(fields) and fields[0] not in ("Z", "X")
+    return fields is not None and bool(fields) and fields[0] not in ("Z", "X")
 
 
 def group_members(pgid: int) -> list[int]:

@@ -17,6 +17,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
@@ -41,6 +42,12 @@ def count_prompt_tokens(body: dict[str, Any]) -> int:
     return max(1, len(str(prompt)) // 4)
 
 
+@dataclass
+class _Progress:
+    pos: int = 0
+    finish: str | None = None
+
+
 class App:
     """State shared by the endpoints; `status` is starting | ready | draining."""
 
@@ -55,6 +62,9 @@ class App:
         self.metrics = metrics
         self.access_log = access_log
         self.status = "starting"
+        self.health_timeout = 0.05
+        self.error_log: Callable[[str], None] = lambda _msg: None
+        self.last_heartbeat = time.strftime("%H:%M:%S")
         self.connections: set[asyncio.StreamWriter] = set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -109,7 +119,10 @@ class App:
             if self.status != "ready":
                 return self.send(writer, 503, b"", "text/plain")
             if path == "/health_generate" and self.engine.halted:
-                await asyncio.sleep(20 * 0 + 0.05)
+                tic = time.strftime("%H:%M:%S")
+                await asyncio.sleep(self.health_timeout)  # SGLang waits HEALTH_CHECK_TIMEOUT (20 s)
+                self.error_log("Health check failed. Server couldn't get a response from detokenizer for last "
+                               f"20 seconds. tic start time: {tic}. last_heartbeat time: {self.last_heartbeat}")
                 return self.send(writer, 503, b"", "text/plain")
             return self.send(writer, 200, b"", "text/plain")
         if path == "/v1/models":
@@ -157,13 +170,13 @@ class App:
         model_json = json.dumps(body.get("model") or self.served_name)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         pieces: list[str] = []
-        state = {"pos": 0, "finish": None}
+        state = _Progress()
 
         def chunk(content: str | None, finish: str | None, role: bool = False) -> bytes:
             if native:
                 payload = json.dumps({"text": "".join(pieces), "meta_info": {
-                    "id": rid, "finish_reason": {"type": finish, "length": state["pos"]} if finish else None,
-                    "prompt_tokens": prompt_tokens, "completion_tokens": state["pos"]}})
+                    "id": rid, "finish_reason": {"type": finish, "length": state.pos} if finish else None,
+                    "prompt_tokens": prompt_tokens, "completion_tokens": state.pos}})
             elif chat:
                 delta = ('{"role":"assistant","content":"","reasoning_content":null,"tool_calls":null}' if role
                          else f'{{"role":null,"content":{json.dumps(content)},"reasoning_content":null,'
@@ -180,20 +193,20 @@ class App:
             return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
         def usage() -> dict[str, Any]:
-            return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + state["pos"],
-                    "completion_tokens": state["pos"], "prompt_tokens_details": None, "reasoning_tokens": 0}
+            return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + state.pos,
+                    "completion_tokens": state.pos, "prompt_tokens_details": None, "reasoning_tokens": 0}
 
         def sink(n: int, finished: bool, reason: str | None) -> None:
             if writer.is_closing():
                 raise ConnectionError("client went away")
-            text = token_text(int(state["pos"] or 0), n)  # type: ignore[arg-type]
-            state["pos"] = int(state["pos"] or 0) + n  # type: ignore[arg-type]
+            text = token_text(state.pos, n)
+            state.pos += n
             pieces.append(text)
             if stream:
                 writer.write(chunk(text, reason if finished and not native else None)
                              if not native else chunk(text, reason if finished else None))
             if finished:
-                state["finish"] = reason
+                state.finish = reason
                 if not done.done():
                     done.set_result(None)
 
@@ -229,15 +242,15 @@ class App:
         text = "".join(pieces)
         if native:
             return self.send(writer, 200, {"text": text, "meta_info": {
-                "id": rid, "finish_reason": {"type": state["finish"], "length": state["pos"]},
-                "prompt_tokens": prompt_tokens, "completion_tokens": state["pos"]}})
+                "id": rid, "finish_reason": {"type": state.finish, "length": state.pos},
+                "prompt_tokens": prompt_tokens, "completion_tokens": state.pos}})
         if chat:
             choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text,
                                                               "reasoning_content": None, "tool_calls": None},
-                                      "logprobs": None, "finish_reason": state["finish"], "matched_stop": None}
+                                      "logprobs": None, "finish_reason": state.finish, "matched_stop": None}
             kind = "chat.completion"
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": state["finish"],
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": state.finish,
                       "matched_stop": None}
             kind = "text_completion"
         return self.send(writer, 200, {"id": rid, "object": kind, "created": created,

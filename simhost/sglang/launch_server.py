@@ -246,6 +246,8 @@ class Server:
                        context_len=CONTEXT_LEN, server_info=lambda: server_info(self),
                        metrics=(lambda: metrics_text(self)) if ns.enable_metrics else None,
                        access_log=lambda m: uvicorn("INFO", m))
+        self.app.health_timeout = 20.0 * self.scale
+        self.app.error_log = log
         engine_task = asyncio.create_task(self.engine.run())
         uvicorn("INFO", f"Started server process [{os.getpid()}]")
         uvicorn("INFO", "Waiting for application startup.")
@@ -309,6 +311,8 @@ class Server:
             procs.kill(pid, signal.SIGABRT)
         if self.engine is not None:
             self.engine.halted = True
+        if self.app is not None:
+            self.app.last_heartbeat = time.strftime("%H:%M:%S")
 
     def on_xid(self) -> None:
         self.child_failed(texts.cuda_error_lines(), tp=0, launching=self.app is None)

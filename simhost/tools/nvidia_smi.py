@@ -40,7 +40,8 @@ def main(argv: list[str]) -> int:
     shape = gpu.read_shape(root)
     count = int(str(shape["count"]))
     total = int(str(shape["memory_mib"]))
-    lost = [int(x) for x in shape.get("lost", []) or []]  # type: ignore[union-attr]
+    raw_lost = shape.get("lost")
+    lost = [int(str(x)) for x in raw_lost] if isinstance(raw_lost, list) else []
     if lost:
         print(f"Unable to determine the device handle for GPU{bus_id(lost[0])}: Unknown Error")
         return 15
