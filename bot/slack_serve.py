@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 
 
 async def run_slack(slack: SlackSettings, *, dispatch: Dispatch, store: OutboxStore, stop: asyncio.Event,
-                    bot_ready: Callable[[SlackBot], Awaitable[None]] | None = None) -> None:
+                    bot_ready: Callable[[SlackBot], Awaitable[None]] | None = None,
+                    wake: asyncio.Event | None = None, holder: str | None = None) -> None:
     """Run the Slack transport from settings until ``stop`` is set (Socket Mode or HTTP mode).
 
     ``bot_ready`` is called once the bot is built and started, e.g. to hand ``bot.outbox`` to the
@@ -29,7 +30,8 @@ async def run_slack(slack: SlackSettings, *, dispatch: Dispatch, store: OutboxSt
     client = build_web_client(slack.bot_token.get_secret_value(), base_url=slack.api_base_url)
     secret = slack.signing_secret.get_secret_value() if slack.signing_secret else None
     bot = SlackBot(client=client, dispatch=dispatch, store=store,
-                   signing_secret=secret if slack.mode == "http" else None, command=slack.command)
+                   signing_secret=secret if slack.mode == "http" else None, command=slack.command,
+                   wake=wake, holder=holder)
     await bot.start()
     try:
         if bot_ready is not None:
