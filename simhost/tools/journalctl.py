@@ -1,5 +1,5 @@
 """The sim's `journalctl` (252): `-u UNIT`, `-k`, `-o short|short-iso|cat|json|json-pretty|json-seq`,
-`-n N`, `-f`, `--since`/`--until`, `--after-cursor`, `--cursor`, `--show-cursor`, `-a/--all`,
+`-n N`, `-f`, `--since`/`--until`, `--after-cursor`, `--cursor`, `--cursor-file`, `--show-cursor`, `-a/--all`,
 `--output-fields`, `-r`, `-q`, `--no-pager` (and other display flags, accepted and ignored).
 
 `-f` follows the file (polls it every 50 ms) and exits when its stdout is closed (SIGPIPE/EPIPE,
@@ -46,6 +46,7 @@ class Args:
     reverse = False
     quiet = False
     fields: set[str] | None = None
+    cursor_file: str | None = None
 
     def __init__(self) -> None:
         self.units = []
@@ -119,6 +120,15 @@ def parse_args(argv: list[str]) -> Args:
             args.after_cursor = v
         elif (v := value(arg, "-c", "--cursor")) is not None:
             args.cursor = v
+        elif (v := value(arg, "", "--cursor-file")) is not None:
+            args.cursor_file = v
+            try:
+                with open(v) as fh:
+                    saved = fh.read().strip()
+                if saved and args.after_cursor is None and args.cursor is None:
+                    args.after_cursor = saved
+            except OSError:
+                pass
         elif (v := value(arg, "", "--output-fields")) is not None:
             args.fields = set(v.split(","))
         elif arg in ("-f", "--follow"):
@@ -257,6 +267,9 @@ def main(argv: list[str]) -> int:
             out.write("-- No entries --")
         if args.show_cursor and last is not None:
             out.write(f"-- cursor: {last['__CURSOR']}")
+        if args.cursor_file and last is not None:  # written on a normal exit only (as journalctl 252)
+            with open(args.cursor_file, "w") as fh:
+                fh.write(last["__CURSOR"])
         return 0
     while True:
         time.sleep(POLL)
