@@ -236,6 +236,7 @@ async def measure(hosts: int, loops: int, interval: float, *, sequential: bool, 
         try:
             ready_s = await bot.wait_following(120)
             rss_idle, _ = rss_mib()
+            cpu0, wall0 = time.process_time(), time.monotonic()
             latencies: list[float] = []
             order = list(range(hosts))
             random.Random(7).shuffle(order)
@@ -254,7 +255,9 @@ async def measure(hosts: int, loops: int, interval: float, *, sequential: bool, 
                     await asyncio.sleep(interval)
             await _collect(bot, pending, latencies, 30)
             rss, peak = rss_mib()
-            return {"hosts": hosts, "loops": loops, "alerts": len(latencies), "ready_s": ready_s,
+            cpu_share = (time.process_time() - cpu0) / max(1e-6, time.monotonic() - wall0)
+            return {"cpu_share": cpu_share, "hosts": hosts, "loops": loops, "alerts": len(latencies),
+                    "ready_s": ready_s,
                     "p50_s": statistics.median(latencies), "p95_s": pct(latencies, 0.95),
                     "max_s": max(latencies), "rss_idle_mib": rss_idle, "rss_mib": rss, "peak_mib": peak,
                     "entries": sum(s.entries for s in bot.supervisor.statuses()),
@@ -294,7 +297,7 @@ def main() -> None:
     print(f"  alert latency  p50 {r['p50_s'] * 1000:.0f} ms   p95 {r['p95_s'] * 1000:.0f} ms   "
           f"max {r['max_s'] * 1000:.0f} ms   (goal p95 < 2000 ms)")
     print(f"  bot memory     RSS {r['rss_mib']:.0f} MiB (idle {r['rss_idle_mib']:.0f}, peak {r['peak_mib']:.0f})"
-          f"   (goal < 300 MB)")
+          f"   (goal < 300 MB); bot CPU {r['cpu_share'] * 100:.0f} % of one core while following")
     print(f"  journal        {r['entries']} entries processed, {r['bad_lines']} bad lines")
 
 
