@@ -148,12 +148,13 @@ async def test_tools_nvidia_smi_journalctl_systemctl(healthy_host) -> None:  # t
     rc, out, _ = await sh(host, "journalctl -u sglang.service -n 2")
     for line in out.splitlines():
         assert_format("journal.short", line)
-    rc, first, _ = await sh(host, "journalctl -u sglang -o cat -n 3 --cursor-file cur; journalctl -q -u sglang "
-                                  f"-o cat --cursor-file cur; curl -s -o /dev/null {host.server_url}/health")
+    cur = host.root / "cur"
+    rc, first, _ = await sh(host, f"journalctl -u sglang -o cat -n 3 --cursor-file {cur}; journalctl -q -u sglang "
+                                  f"-o cat --cursor-file {cur}; curl -s -o /dev/null {host.server_url}/health")
     assert len(first.splitlines()) == 3  # 3 lines, then nothing new
     new: list[str] = []
     for _ in range(40):
-        new += (await sh(host, "journalctl -q -u sglang -o cat --cursor-file cur"))[1].splitlines()
+        new += (await sh(host, f"journalctl -q -u sglang -o cat --cursor-file {cur}"))[1].splitlines()
         if new:
             break
         await asyncio.sleep(0.05)
