@@ -18,6 +18,7 @@ import json
 import re
 import signal
 import sys
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 
 def emit(**fields: Any) -> None:
-    print(json.dumps(fields, default=str), flush=True)
+    print(json.dumps({**fields, "t": time.time()}, default=str), flush=True)
 
 
 async def main(args: argparse.Namespace) -> int:

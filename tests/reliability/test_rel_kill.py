@@ -51,7 +51,7 @@ async def test_kill9_mid_benchmark_marks_interrupted_tells_thread_no_second_depl
         submitted = await bot.wait_event(lambda e: e.get("event") == "submitted", within=60)
         job_id = int(submitted["job"])
         async with asyncio.timeout(60):
-            while await _step_running(db, "benchmark") != job_id:
+            while await _step_running(db, "benchmark") != job_id:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
         await asyncio.sleep(0.2)  # well inside the benchmark
         bot.kill9()
