@@ -25,7 +25,7 @@ def tool_env(host: SimHost) -> dict[str, str]:
 
 async def sh(host: SimHost, cmd: str, within: float = 20.0) -> tuple[int, str, str]:
     """Run `bash -c cmd` locally with the sim's tools first on PATH (as an SSH session would)."""
-    proc = await asyncio.create_subprocess_exec("bash", "-c", cmd, env=tool_env(host),
+    proc = await asyncio.create_subprocess_exec("bash", "-c", cmd, env=tool_env(host), cwd=host.root,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), within)
     return proc.returncode or 0, out.decode(), err.decode()
