@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from handlers.contract import Button, Outbox, Reply
+from handlers.contract import Button, Outbox, Reply, Tone
 from services.events import EventBus
 from services.incident_types import (
     RESOLVED,
@@ -75,6 +75,7 @@ def render_alert(info: IncidentInfo, *, now: datetime | None = None) -> Reply:
     """The incident's main message (posted once, then edited in place)."""
     now = now or datetime.now(UTC)
     title = CAUSE_TITLES.get(info.cause, info.cause)
+    tone: Tone
     if info.state == RESOLVED:
         head = f":white_check_mark: *Resolved: restart loop on {info.host}* (`{info.unit}`): *{info.cause}*"
         tone = "success"
