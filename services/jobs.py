@@ -182,6 +182,8 @@ class JobRunner:
                 error="the bot stopped while this job ran; it was not re-run"))
             if res.rowcount != 1:  # type: ignore[attr-defined]
                 return None
+            await s.execute(update(JobStep).where(JobStep.job_id == job.id, JobStep.state == "running")
+                            .values(state="interrupted", finished_at=utcnow()))
             await self.audit.record(s, actor=AuditActor("pitcrew", "pitcrew", "internal"),
                                     action="job-interrupted", host=job.host, detail={"job": job.id})
         if free_lease:
