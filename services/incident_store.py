@@ -186,8 +186,10 @@ class IncidentStore:
         now = now or utcnow()
         out = []
         async with self._db.session() as s:
-            rows = (await s.execute(select(Incident).where(Incident.muted_until.is_not(None),
-                                                           Incident.muted_until <= now))).scalars().all()
+            stmt = select(Incident).where(Incident.muted_until.is_not(None), Incident.muted_until <= now)
+            if not self._db.is_sqlite:
+                stmt = stmt.with_for_update(skip_locked=True)  # one replica clears (and audits) each mute
+            rows = (await s.execute(stmt)).scalars().all()
             for row in rows:
                 row.muted_until = None
                 s.add(IncidentEvent(incident_id=row.id, kind="unmuted", detail={}))
