@@ -43,6 +43,17 @@ def count_prompt_tokens(body: dict[str, Any]) -> int:
 
 
 @dataclass
+class _Access:
+    line: str
+    sink: Callable[[str], None]
+
+    def log(self, status: int) -> None:
+        if self.line:
+            self.sink(f"{self.line} {status} {HTTPStatus(status).phrase}")
+            self.line = ""
+
+
+@dataclass
 class _Progress:
     pos: int = 0
     finish: str | None = None
@@ -91,9 +102,9 @@ class App:
                 if length:
                     body = await reader.readexactly(length)
                 path = target.split("?", 1)[0]
-                status = await self.route(method, path, body, writer)
-                self.access_log(f'{peer[0]}:{peer[1]} - "{method} {target} {version}" {status} '
-                                f"{HTTPStatus(status).phrase}")
+                access = _Access(f'{peer[0]}:{peer[1]} - "{method} {target} {version}"', self.access_log)
+                status = await self.route(method, path, body, writer, access)
+                access.log(status)  # no-op for streams: they log when their headers go out, as uvicorn does
                 if headers.get("connection", "").lower() == "close" or writer.is_closing():
                     return
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
@@ -114,7 +125,8 @@ class App:
         writer.write(self._head(status, ctype, f"content-length: {len(data)}\r\n") + data)
         return status
 
-    async def route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> int:
+    async def route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter,
+                    access: _Access) -> int:
         if path in ("/health", "/health_generate"):
             if self.status != "ready":
                 return self.send(writer, 503, b"", "text/plain")
@@ -151,10 +163,11 @@ class App:
             except ValueError:
                 return self.send(writer, 400, {"object": "error", "message": "Invalid JSON body", "type":
                                                "BadRequest", "param": None, "code": 400})
-            return await self.generate(path, req_body, writer)
+            return await self.generate(path, req_body, writer, access)
         return self.send(writer, 404, {"detail": "Not Found"})
 
-    async def generate(self, path: str, body: dict[str, Any], writer: asyncio.StreamWriter) -> int:
+    async def generate(self, path: str, body: dict[str, Any], writer: asyncio.StreamWriter,
+                       access: _Access) -> int:
         native = path == "/generate"
         params = body.get("sampling_params", {}) if native else body
         max_tokens = int(params.get("max_new_tokens") or params.get("max_completion_tokens")
@@ -212,6 +225,7 @@ class App:
 
         if stream:
             writer.write(self._head(200, "text/event-stream; charset=utf-8", "transfer-encoding: chunked\r\n"))
+            access.log(200)
             if chat:
                 writer.write(chunk(None, None, role=True))
         req = Req(rid=rid, prompt_tokens=prompt_tokens, max_tokens=max(1, max_tokens),
