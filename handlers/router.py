@@ -107,6 +107,6 @@ class Router:
         if cmd is not None:
             intent["canonical"] = grammar.render(cmd)
         await self.domain.audit.record(None, actor=actor, action="command", host=getattr(cmd, "host", None),
-                                       command_text=msg.text[:2000], intent=intent,
+                                       command_text=msg.text[:2000].replace("\x00", "\\x00"), intent=intent,
                                        detail={"via_button": msg.via_button, "message": detail[:500]},
                                        outcome=outcome)
