@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rel_kit import RelBot, settings_for
+from rel_kit import PG_URL, RelBot, drop_pg_database, make_pg_database, settings_for
 
 from bot.app import build_core
 
@@ -32,3 +32,18 @@ async def rel_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
             return RelBot(core, sim)
 
         yield make
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database URL on each engine: a SQLite file, or a fresh PostgreSQL database (dropped after)."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+        return
+    if not PG_URL:
+        pytest.skip("set PITCREW_TEST_PG_URL for the PostgreSQL half")
+    url = await make_pg_database()
+    try:
+        yield url
+    finally:
+        await drop_pg_database(url)
