@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from incidents_testkit import RecordingOutbox, spec_from_sim, wait_for
 
 from handlers.incident_view import IncidentNotifier
@@ -27,9 +28,7 @@ from services.incident_types import (
 from services.incidents import IncidentMonitor
 from services.journal import JournalFollower
 from services.ssh_host import SshHost
-from simhost import simstate
 from simhost.host import SimHost
-from simhost.sglang.model import OOM_RESIDUAL_GIB
 
 UNIT = "sglang.service"
 NAME = "gpu-sim"
@@ -79,6 +78,20 @@ async def live(sim: SimHost, db: Database, policy: IncidentPolicy) -> AsyncItera
         await host.close()
 
 
+async def two_concurrent_requests(url: str) -> None:
+    body = {"model": "qwen3.5-122b-a10b", "prompt": "Tell me a long story.", "max_tokens": 400,
+            "stream": True, "ignore_eos": True}
+    async with httpx.AsyncClient(timeout=20) as client:
+
+        async def one() -> None:
+            with contextlib.suppress(httpx.HTTPError):
+                async with client.stream("POST", f"{url}/v1/completions", json=body) as resp:
+                    async for _ in resp.aiter_bytes():
+                        pass
+
+        await asyncio.gather(one(), one())
+
+
 def of(events: list[object], kind: type) -> list[object]:
     return [e for e in events if isinstance(e, kind)]
 
@@ -100,11 +113,13 @@ async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollba
         async with live(sim, sqlite_db, policy) as lv:
             # pitcrew's deploy of steps 10, as the experiment pipeline does it
             await edit_steps(lv, "--speculative-num-steps 5 ", "--speculative-num-steps 10 ")
-            # the state the sim reaches after steps 10's first CUDA OOM under load (lost headroom)
-            await asyncio.to_thread(simstate.update, sim.root, residual_gib=OOM_RESIDUAL_GIB)
             await lv.audit.record(None, actor=SYSTEM, action="deploy", host=NAME,
                                   detail={"summary": "--speculative-num-steps 5 -> 10", "revision": 2})
             await lv.host.run(["systemctl", "restart", UNIT], timeout=30)
+            # steps 10 serves one request, and dies of CUDA OOM as soon as two decode together (the field
+            # notes); every start after that fails at start-up
+            await sim.wait_ready(30)
+            await two_concurrent_requests(sim.server_url)
             await wait_for(lambda: bool(of(lv.events, IncidentOpened)), 30, "the alert")
             await wait_for(lambda: len(of(lv.events, IncidentUpdated)) >= 2, 30, "two updates")
             opened = of(lv.events, IncidentOpened)
