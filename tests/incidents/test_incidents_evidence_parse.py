@@ -1,0 +1,65 @@
+"""Parsing of the side-evidence probes' output into the `--extra` shape, and the removal of GPU memory
+holders that belong to the unit's current instance (they are not stale)."""
+
+from __future__ import annotations
+
+from services.diagnosis import SideEvidence
+from services.evidence import MARK, config_hash, parse_evidence, unit_own_pids, without_own_gpu_apps
+
+OUTPUT = "\n".join([
+    f"{MARK}show",
+    "MainPID=2100", "NRestarts=3", "ActiveState=activating", "SubState=auto-restart", "Result=exit-code",
+    "ControlGroup=/system.slice/sglang.service",
+    f"{MARK}apps",
+    "2318871, sglang::scheduler_TP0, 124386", "2101, sglang::scheduler_TP1, 80000", "2200, python3, [N/A]",
+    f"{MARK}gpu",
+    "0, 124987, 143771", "1, 80000, 143771",
+    f"{MARK}kernel",
+    '{"__CURSOR":"k1","MESSAGE":"NVRM: Xid (PCI:0000:9b:00): 79, pid=\'<unknown>\', name=<unknown>, GPU has '
+    'fallen off the bus.","_TRANSPORT":"kernel"}',
+    "not json",
+    f"{MARK}ss",
+    "State  Recv-Q Send-Q Local Address:Port Peer Address:Port Process",
+    'LISTEN 0      2048       0.0.0.0:30000      0.0.0.0:*    users:(("python3",pid=2318871,fd=5))',
+    f"{MARK}df",
+    "Filesystem     1024-blocks  Used Available Capacity Mounted on", "tmpfs 1000 10 990 1% /dev/shm",
+    f"{MARK}unit",
+    "# /etc/systemd/system/sglang.service", "[Service]", "ExecStart=/usr/bin/python3 -m sglang.launch_server "
+    "--speculative-num-steps 10",
+    f"{MARK}ps",
+    "2318871       1 alice      Sun Nov 29 14:02:11 2026 python3 -m sglang.launch_server --port 30000",
+    "   2101    2100 sglang     Sun Nov 29 22:02:11 2026 sglang::scheduler_TP1",
+    f"{MARK}cgroup",
+    "2318871 0::/user.slice/user-1000.slice/session-3.scope", "2101 0::/system.slice/sglang.service",
+])
+
+
+def test_probe_output_becomes_the_extra_json_that_diagnosis_reads() -> None:
+    ev = parse_evidence(OUTPUT)
+    assert ev["systemctl_show"]["MainPID"] == "2100"
+    assert ev["nvidia_smi_apps"][0] == {"pid": 2318871, "process_name": "sglang::scheduler_TP0",
+                                        "used_memory": 124386}
+    assert ev["nvidia_smi_apps"][2]["used_memory"] is None
+    assert ev["nvidia_smi_gpu"] == ["0, 124987, 143771", "1, 80000, 143771"]
+    assert len(ev["kernel_journal"]) == 1
+    assert ev["ss_listen"] == [{"local": "0.0.0.0:30000", "pid": 2318871, "process": "python3", "user": None}]
+    stale = ev["process_info"][0]
+    assert stale["user"] == "alice" and stale["started"] == "Sun Nov 29 14:02:11 2026"
+    assert stale["cmdline"].startswith("python3 -m sglang") and stale["cgroup"].startswith("/user.slice")
+    side = SideEvidence.from_json(ev)
+    assert side.nvidia_smi_apps[0].pid == 2318871 and side.kernel_journal[0].message.startswith("NVRM: Xid")
+    assert side.unit_file is not None and "--speculative-num-steps 10" in side.unit_file
+
+
+def test_holders_of_the_current_instance_are_not_stale() -> None:
+    ev = parse_evidence(OUTPUT)
+    assert unit_own_pids(ev) == {2100, 2101}
+    kept = [a["pid"] for a in without_own_gpu_apps(ev)["nvidia_smi_apps"]]
+    assert kept == [2318871, 2200]
+
+
+def test_missing_sections_are_left_out_and_config_hash_ignores_comments() -> None:
+    assert parse_evidence("") == {}
+    assert config_hash(None) == ""
+    assert config_hash("# a\n[Service]\nExecStart=x\n") == config_hash("# b\n[Service]\nExecStart=x\n")
+    assert config_hash("[Service]\nExecStart=x\n") != config_hash("[Service]\nExecStart=y\n")
