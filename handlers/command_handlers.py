@@ -284,7 +284,8 @@ async def do_logs(r: Router, msg: ChatMessage, cmd: Logs, role: str) -> Reply:
     entries = await r.domain.experiments.ops(host).recent_entries(cmd.n or 30)
     from services.redact import redact
 
-    text = "\n".join(redact(e.message)[:300] for e in entries)
+    # redact the lines together: a private key printed to stdout spans several journal entries
+    text = "\n".join(line[:300] for line in redact("\n".join(e.message for e in entries)).split("\n"))
     return Reply(text=f"{host}: last {len(entries)} journal lines", code=text[-2800:] or "(empty)")
 
 
