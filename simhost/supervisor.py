@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from simhost import procs
+from simhost import gpu, procs, stdstream
 from simhost.journal import JournalWriter, clean_line
 from simhost.sdmsg import ManagerLog
 from simhost.unitfile import Unit, parse_unit
@@ -79,6 +79,7 @@ class Supervisor:
         self._ready_at = 0.0
         self._mapped = False
         self._stream_id = ""
+        self._titles: dict[int, str] = {}
 
     # ---- unit file ------------------------------------------------------------------------
     def _file_sig(self) -> str:
@@ -180,11 +181,15 @@ class Supervisor:
         self._ready_at = 0.0
         self.exec_main_code = 0
         self.exec_main_status = 0
+        reader, writer = stdstream.make_pair()
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd, limit=1 << 20)
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=writer.fileno(), stderr=writer.fileno(),
+                start_new_session=True, env=env, cwd=cwd)
         except OSError as exc:
+            reader.close()
+            writer.close()
+            self._reader = None
             self._emit_service_line(0, f"{self.name}: Failed to locate executable {argv[0]}: {exc.strerror}")
             self._emit_service_line(0, f"{self.name}: Failed at step EXEC spawning {argv[0]}: {exc.strerror}")
             self.stamps["ExecMainStartTimestamp"] = time.time()
@@ -193,13 +198,24 @@ class Supervisor:
             self._exit = loop.create_future()
             self._watcher = asyncio.create_task(self._after_exit(203, 0))
             return
+        writer.close()
         self._proc = proc
+        self._titles = {}
         self.main_pid = self.exec_main_pid = proc.pid
         self.stamps["ExecMainStartTimestamp"] = time.time()
         self._set("active", "running")
         self._exit = asyncio.get_running_loop().create_future()
-        self._reader = asyncio.create_task(self._read_output(proc))
+        self._reader = asyncio.create_task(stdstream.pump(reader, proc.pid, self._on_line))
         self._watcher = asyncio.create_task(self._watch(proc))
+
+    def _title(self, pid: int) -> str:
+        """`_CMDLINE` of a writer: the unit's command for the main process, else the process title."""
+        if not pid or pid == self.main_pid or pid == self.exec_main_pid:
+            return " ".join(self.unit.exec_start)
+        if pid not in self._titles:
+            names = {h.pid: h.name for h in gpu.holders(self.root)}
+            self._titles[pid] = names.get(pid) or procs.cmdline(pid) or procs.comm(pid)
+        return self._titles[pid]
 
     def _emit_service_line(self, pid: int, message: str) -> None:
         comm = procs.comm(pid) if pid else "python3"
@@ -210,28 +226,18 @@ class Supervisor:
             "_PID": pid or self.main_pid or 0, "_UID": os.getuid(), "_GID": os.getgid(),
             "_COMM": comm if comm != "?" else "python3",
             "_EXE": "/usr/bin/python3.11" if self._mapped else (self.unit.exec_start or ["?"])[0],
-            "_CMDLINE": " ".join(self.unit.exec_start), "_CAP_EFFECTIVE": "0",
+            "_CMDLINE": self._title(pid), "_CAP_EFFECTIVE": "0",
             "_SYSTEMD_CGROUP": f"/system.slice/{self.name}", "_SYSTEMD_UNIT": self.name,
             "_SYSTEMD_SLICE": "system.slice", "_SYSTEMD_INVOCATION_ID": self.invocation_id,
             "_STREAM_ID": self._stream_id})
 
-    async def _read_output(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdout is not None
-        pid = proc.pid
-        while True:
-            try:
-                raw = await proc.stdout.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                raw = await proc.stdout.read(1 << 16)
-            if not raw:
-                return
-            for part in raw.decode("utf-8", "surrogateescape").split("\n"):
-                line = clean_line(part)
-                if line is None:
-                    continue
-                if not self._ready_at and READY_LINE in line:
-                    self._ready_at = time.monotonic()
-                self._emit_service_line(pid, line)
+    def _on_line(self, pid: int, raw: bytes) -> None:
+        line = clean_line(raw.decode("utf-8", "surrogateescape"))
+        if line is None:
+            return
+        if not self._ready_at and READY_LINE in line:
+            self._ready_at = time.monotonic()
+        self._emit_service_line(pid, line)
 
     async def _watch(self, proc: asyncio.subprocess.Process) -> None:
         rc = await proc.wait()
