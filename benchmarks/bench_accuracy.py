@@ -55,7 +55,7 @@ def pct(a: float | None, b: float | None) -> str:
 async def case(tpc: float, c: int, output_len: int, rounds: int, transport: str) -> None:
     args = ["--ttft", str(TTFT_S), "--rate", str(RATE), "--tokens-per-chunk", str(tpc)]
     async with truth_server(*args) as srv:
-        spec = BenchSpec(url=srv.url, concurrency=(c,), requests_per_level=rounds * c, warmup=c,
+        spec = BenchSpec(url=srv.url, concurrency=(c,), requests_per_level=max(rounds * c, 6), warmup=c,
                          output_len=output_len, input_len=64, timeout_s=60.0)
         res = await run_benchmark(spec, transport=transport)  # type: ignore[arg-type]
         facts = await srv.truth()

@@ -49,11 +49,12 @@ def chunk_sizes(n: int, k: float, first_chunk: str) -> list[int]:
     return sizes
 
 
+@lru_cache(maxsize=64)
 def stream_plan(n: int, p: TruthParams) -> list[tuple[float, int]]:
     """(decode tokens after the first chunk when the chunk is due, chunk size) for each chunk.
 
     Token i (0-based) of the decode is due at i/rate after the first chunk; a chunk goes out when
-    its last token is due.
+    its last token is due. Cached: callers must not modify the list.
     """
     sizes = chunk_sizes(n, p.tokens_per_chunk, p.first_chunk)
     plan: list[tuple[float, int]] = []

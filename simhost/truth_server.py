@@ -39,7 +39,6 @@ from simhost.truth_plan import (
     usage_frame,
 )
 
-
 _TAG = re.compile(rb"Request (\d+) ")
 
 
@@ -242,6 +241,7 @@ class Conn(asyncio.Protocol):
         self.buf = b""
         self.stream: Stream | None = None
         self.busy = False
+        self.arrived = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -269,6 +269,8 @@ class Conn(asyncio.Protocol):
             self._parse()
 
     def data_received(self, data: bytes) -> None:
+        if not self.buf:
+            self.arrived = time.monotonic()  # before any parsing: the request's arrival
         self.buf += data
         if not self.busy:
             self._parse()
@@ -360,6 +362,7 @@ class Conn(asyncio.Protocol):
             usage = "off"
         drop = f.drop_after if f.kind == "drop" and f.applies(idx) else None
         s = Stream(self, api, max(n, 1), usage, stream_plan(max(n, 1), srv.p), drop)
+        s.arrival = self.arrived or s.arrival
         tag = _TAG.search(body, 0, 600)
         if tag is not None:
             s.tag = float(tag.group(1))
