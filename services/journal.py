@@ -5,7 +5,9 @@
 restart-loop signals arrive on the same stream. Start position:
 
 - with a stored cursor: ``--after-cursor C`` (resumes exactly after the last processed entry);
-- first start (no cursor): ``-n TAIL`` with ``initial_tail`` entries (default 0: from now on).
+- first start (no cursor): from now on (default: the unit's newest entry is read with ``-n 1`` and used
+  as the start cursor, so nothing written while ``journalctl -f`` starts is missed; with an empty
+  journal ``-n 0``), or ``-n TAIL`` with ``initial_tail`` > 0 to handle the last entries too.
 
 Exactly once: entries are handed to ``on_entry`` one at a time, in journal order; the cursor
 advances only after ``on_entry`` returned, and is persisted (batched, at least every
@@ -283,6 +285,8 @@ class JournalFollower:
         """One connection: read the unit state, then stream. True when entries were processed."""
         await self._read_state()
         await self._contact_ok()
+        if self._cursor is None and self.initial_tail == 0:
+            await self._anchor_at_tail()
         self._connected = True
         before = self._n.entries
         on_entry = self._on_entry
@@ -313,6 +317,17 @@ class JournalFollower:
                 if entry.pid == 1 or entry.identifier == "systemd":
                     self._schedule_state_read()
         return n.entries > before
+
+    async def _anchor_at_tail(self) -> None:
+        """First start: take the unit's newest entry as the start point, so that following "from now"
+        has no gap even if entries arrive before `journalctl -f` runs (the entry itself is not handled)."""
+        argv = ["journalctl", "-u", self.unit, "-o", "json", "-n", "1", "--no-pager"]
+        result = await self.host.run(argv, timeout=self.command_timeout_s)
+        for line in reversed(result.stdout.splitlines()):
+            entry = parse_entry(line)
+            if entry is not None:
+                self._cursor = entry.cursor
+                return
 
     async def _read_state(self) -> UnitState | None:
         """Read and publish the unit's state; None when `systemctl show` failed on a reachable host."""

@@ -208,3 +208,17 @@ async def test_contact_lost_and_restored_are_published(tmp_path: Path, sqlite_db
     finally:
         await jh.host.close()
         jh.writer.close()
+
+
+async def test_first_start_follows_from_now_without_a_gap(journal_host: JournalHost, sqlite_db: Database) -> None:
+    write(journal_host, 0, 5)  # history: not handled on a first start
+    seen: list[int] = []
+    messages: list[str] = []
+    follower = JournalFollower(sqlite_db, journal_host.host, UNIT, on_entry=recorder(seen, messages), holder="t")
+    task = asyncio.create_task(follower.run())
+    await until(lambda: follower.status().connected, 10, "connection")
+    write(journal_host, 5, 20)  # at once, possibly before `journalctl -f` runs
+    await until(lambda: len(seen) == 20, 10, lambda: f"20 entries (got {len(seen)})")
+    follower.stop()
+    await asyncio.wait_for(task, 10)
+    assert messages == [f"line {i}" for i in range(5, 25)]
