@@ -214,7 +214,9 @@ class Supervisor:
             return " ".join(self.unit.exec_start)
         if pid not in self._titles:
             names = {h.pid: h.name for h in gpu.holders(self.root)}
-            self._titles[pid] = names.get(pid) or procs.cmdline(pid) or procs.comm(pid)
+            if pid not in names:  # not (yet) a known scheduler: its real command line, not cached
+                return procs.cmdline(pid) or procs.comm(pid)
+            self._titles[pid] = names[pid]
         return self._titles[pid]
 
     def _emit_service_line(self, pid: int, message: str) -> None:

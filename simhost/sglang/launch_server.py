@@ -23,7 +23,7 @@ from pathlib import Path
 
 from simhost import gpu, procs, simstate
 from simhost.sglang import args as sgargs
-from simhost.sglang import model, texts
+from simhost.sglang import model, ranks, texts
 from simhost.sglang.engine import Engine
 from simhost.sglang.http import App
 from simhost.sglang.metrics import metrics_text, server_info
@@ -35,9 +35,19 @@ def stamp() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def out(line: str) -> None:
-    sys.stdout.write(line + "\n")
+TP_SIZE = 1
+
+
+def emit(data: str, tp: int | None = None) -> None:
+    """Write to the service's stdout, from rank `tp`'s scheduler process when there is one."""
+    if tp is not None and ranks.write_as(tp, data.encode("utf-8", "surrogateescape")):
+        return
+    sys.stdout.write(data)
     sys.stdout.flush()
+
+
+def out(line: str, tp: int | None = None) -> None:
+    emit(line + "\n", tp)
 
 
 def _mmss(seconds: float) -> str:
@@ -45,11 +55,11 @@ def _mmss(seconds: float) -> str:
 
 
 def log(msg: str, tp: int | None = None) -> None:
-    prefix = f" TP{tp}" if tp is not None else ""
+    """SGLang's logger line; scheduler lines (`tp` given) carry ` TPn` when TP > 1 (one write, so
+    the traceback's continuation lines come from the same process)."""
+    prefix = f" TP{tp}" if tp is not None and TP_SIZE > 1 else ""
     lines = msg.split("\n")
-    out(f"[{stamp()}{prefix}] {lines[0]}")
-    for extra in lines[1:]:
-        out(extra)
+    emit("\n".join([f"[{stamp()}{prefix}] {lines[0]}", *lines[1:]]) + "\n", tp)
 
 
 def uvicorn(level: str, msg: str) -> None:
@@ -80,21 +90,15 @@ class Server:
 
     # ---- process tree -------------------------------------------------------------------------
     def fork_schedulers(self) -> None:
-        for rank in range(self.tp):
-            pid = os.fork()
-            if pid == 0:
-                procs.set_comm(f"sglang::scheduler_TP{rank}" if self.tp > 1 else "sglang::scheduler")
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2):
-                    signal.signal(sig, signal.SIG_DFL)
-                while True:
-                    signal.pause()
-            self.children.append(pid)
+        global TP_SIZE
+        TP_SIZE = self.tp
+        self.children = ranks.fork_ranks(self.tp)
 
     def hold(self, phase: str, util: int = 0) -> None:
         self.phase = phase
         mib = model.used_mib(phase, self.d, self.mem_fraction, self.total_mib)
         for rank, pid in enumerate(self.children):
-            name = f"sglang::scheduler_TP{rank}" if self.tp > 1 else "sglang::scheduler"
+            name = ranks.title(rank, self.tp)
             gpu.hold(self.root, pid, name, {rank: mib}, {rank: util}, invocation=self.invocation)
 
     def kill_tree(self) -> None:
@@ -129,12 +133,10 @@ class Server:
             else:
                 filled = "█" * (pct // 10) + " " * (10 - pct // 10)
                 bar = f"{label}: {pct:3d}%|{filled}| {done}/{total} [{_mmss(elapsed)}<{_mmss(left)}, {rate}]"
-            sys.stdout.write("\r" + bar)
-            sys.stdout.flush()
+            emit("\r" + bar, tp=0)
             if i < steps:
                 await self.phase_sleep(seconds / steps)
-        sys.stdout.write("\n")
-        sys.stdout.flush()
+        emit("\n", tp=0)
 
     # ---- start-up -----------------------------------------------------------------------------
     async def startup(self) -> bool:
@@ -148,9 +150,9 @@ class Server:
                         others[i] -= mib
         mine = {pid for pid in self.children}
         foreign = [h for h in gpu.holders(self.root) if h.pid not in mine]
+        self.hold("context")
         for rank in range(self.tp):
             log("Init torch distributed begin.", tp=rank)
-        self.hold("context")
         await self.phase_sleep(2.0)
         for rank in range(self.tp):
             log("Init torch distributed ends. elapsed=2.03 s, mem usage=0.52 GB", tp=rank)
@@ -305,8 +307,7 @@ class Server:
 
     def on_nccl(self) -> None:
         for rank in range(self.tp):
-            for line in texts.nccl_watchdog(rank, 48213):
-                out(line)
+            emit("".join(line + "\n" for line in texts.nccl_watchdog(rank, 48213)), tp=rank)
         for pid in self.children:
             procs.kill(pid, signal.SIGABRT)
         if self.engine is not None:

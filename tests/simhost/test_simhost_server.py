@@ -74,6 +74,13 @@ async def test_logs_metrics_and_server_info(healthy_host) -> None:  # type: igno
                          ("sglang.ready", "ready to roll"), ("sglang.capacity", "max_total_num_tokens=")):
         line = next(m for m in msgs if needle in m)
         assert_format(kind, line)
+    # each writing process has its own _PID/_COMM (journald reads the writer's credentials)
+    decode_entries = [e for e in journal(healthy_host) if "Decode batch" in e["MESSAGE"]]
+    _, tp0, _ = await sh(healthy_host, "nvidia-smi --query-compute-apps=pid --format=csv,noheader -i 0")
+    assert {(e["_PID"], e["_COMM"], e["_CMDLINE"]) for e in decode_entries} == {
+        (tp0.strip(), "sglang::schedul", "sglang::scheduler_TP0")}
+    ready = next(e for e in journal(healthy_host) if "ready to roll" in e["MESSAGE"])
+    assert ready["_COMM"] == "python3" and ready["_PID"] == str(healthy_host.supervisor.main_pid)
     cap = next(m for m in msgs if "max_total_num_tokens=" in m)
     assert "max_total_num_tokens=295931," in cap and "max_running_requests=17," in cap
     assert "speculative_num_draft_tokens is adjusted" not in msgs  # unit already says steps + 1
