@@ -107,7 +107,10 @@ class SimHost:
         self.supervisor = Supervisor(root, self._journal, self.unit_path, time_scale=self.time_scale,
                                      service_env=self.service_env, python=_venv_python())
         self.supervisor.on_exit.append(self._on_server_exit)
-        self._control = await control.serve(root, self._handle)
+        try:
+            self._control = await control.serve(root, self._handle)
+        except OSError as exc:
+            raise RuntimeError(f"another simulated host is already running in {root}") from exc
         ssh_host, ssh_port, user, client_key, known_hosts = "127.0.0.1", 0, "pitcrew", "", ""
         if self._want_ssh:
             from simhost.ssh import start_ssh_server
