@@ -8,6 +8,7 @@ message is logged by PID 1 (`_PID=1`, `_SYSTEMD_UNIT=init.scope`, `SYSLOG_IDENTI
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 
 from simhost.unitfile import format_timespan
@@ -64,6 +65,7 @@ class ManagerLog:
                       CODE_LINE=code[1], CODE_FUNC=code[2])
         if self.invocation_id:
             fields["INVOCATION_ID"] = self.invocation_id
+        fields["_SOURCE_REALTIME_TIMESTAMP"] = time.time_ns() // 1000  # native-protocol entries carry it
         fields.update(extra)
         self._emit(fields)
 

@@ -54,7 +54,7 @@ class Stats:
 class Engine:
     def __init__(self, *, steps: int, draft_tokens: int, max_running: int, max_total_tokens: int,
                  workspace_gib: float, decode_log_interval: int, log: Callable[[str], None],
-                 on_oom: Callable[[int], None], spec: bool) -> None:
+                 on_oom: Callable[[int], None], spec: bool, cuda_graph: bool = True) -> None:
         self.steps = steps
         self.draft_tokens = draft_tokens
         self.accept_len, self.rate_c1 = model.speed(steps if spec else 0)
@@ -66,6 +66,9 @@ class Engine:
         self.log = log
         self.on_oom = on_oom
         self.spec = spec
+        self.cuda_graph = cuda_graph
+        if not cuda_graph:  # --disable-cuda-graph: "Huge performance loss" (SGLang's own words)
+            self.rate_c1 *= 0.55
         self.queue: deque[Req] = deque()
         self.running: list[Req] = []
         self.stats = Stats()
@@ -205,7 +208,7 @@ class Engine:
             spec = (f"accept len: {accept:.2f}, "
                     f"accept rate: {model.accept_rate_059(accept, self.draft_tokens):.2f}, ")
         self.log(f"Decode batch, #running-req: {batch}, #token: {self.used_tokens}, token usage: {usage:.2f}, "
-                 f"{spec}cuda graph: True, gen throughput (token/s): {throughput:.2f}, "
+                 f"{spec}cuda graph: {self.cuda_graph}, gen throughput (token/s): {throughput:.2f}, "
                  f"#queue-req: {len(self.queue)}")
         self._log_steps = 0
         self._log_tokens = 0

@@ -200,26 +200,27 @@ class Server:
         if self.adj.spec and workspace < 0:
             await self.phase_sleep(3.0)
             self.child_failed(texts.not_enough_memory(self.mem_fraction, draft=True))
-        for rank in range(self.tp):
-            log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={free_after:.2f} GB",
-                tp=rank)
-        await self.progress(f"Capturing batches (bs=1 avail_mem={free_after - 0.8:.2f} GB)", 23, 22.0)
         graph_gib = model.BASE_GIB + model.GRAPH_GIB_PER_DRAFT * self.d
-        for rank in range(self.tp):
-            log(f"Capture cuda graph end. Time elapsed: 22.41 s. mem usage={graph_gib:.2f} GB. "
-                f"avail mem={free_after - graph_gib:.2f} GB.", tp=rank)
-        if self.adj.spec:
-            left = free_after - graph_gib
-            for label, secs in (("draft", 4.0), ("draft extend", 3.0)):
-                for rank in range(self.tp):
-                    log(f"Capture {label} cuda graph begin. This can take up to several minutes. "
-                        f"avail mem={left:.2f} GB", tp=rank)
-                await self.phase_sleep(secs)
-                used = model.DRAFT_NEED_GIB / 2
-                left -= used
-                for rank in range(self.tp):
-                    log(f"Capture {label} cuda graph end. Time elapsed: {secs + 0.37:.2f} s. mem usage={used:.2f} GB."
-                        f" avail mem={left:.2f} GB.", tp=rank)
+        if not self.ns.disable_cuda_graph:
+            for rank in range(self.tp):
+                log("Capture cuda graph begin. This can take up to several minutes. "
+                    f"avail mem={free_after:.2f} GB", tp=rank)
+            await self.progress(f"Capturing batches (bs=1 avail_mem={free_after - 0.8:.2f} GB)", 23, 22.0)
+            for rank in range(self.tp):
+                log(f"Capture cuda graph end. Time elapsed: 22.41 s. mem usage={graph_gib:.2f} GB. "
+                    f"avail mem={free_after - graph_gib:.2f} GB.", tp=rank)
+            if self.adj.spec:
+                left = free_after - graph_gib
+                for label, secs in (("draft", 4.0), ("draft extend", 3.0)):
+                    for rank in range(self.tp):
+                        log(f"Capture {label} cuda graph begin. This can take up to several minutes. "
+                            f"avail mem={left:.2f} GB", tp=rank)
+                    await self.phase_sleep(secs)
+                    used = model.DRAFT_NEED_GIB / 2
+                    left -= used
+                    for rank in range(self.tp):
+                        log(f"Capture {label} cuda graph end. Time elapsed: {secs + 0.37:.2f} s. "
+                            f"mem usage={used:.2f} GB. avail mem={left:.2f} GB.", tp=rank)
         self.hold("serving")
         self.max_running = model.max_running_requests(self.tokens, self.ns.max_running_requests)
         log(f"max_total_num_tokens={self.tokens}, chunked_prefill_size={self.ns.chunked_prefill_size}, "
@@ -228,7 +229,7 @@ class Server:
         self.engine = Engine(steps=self.adj.steps, draft_tokens=self.d, max_running=max(1, self.max_running),
                              max_total_tokens=self.tokens, workspace_gib=workspace,
                              decode_log_interval=self.ns.decode_log_interval, log=lambda m: log(m, tp=0),
-                             on_oom=self.on_oom, spec=self.adj.spec)
+                             on_oom=self.on_oom, spec=self.adj.spec, cuda_graph=not self.ns.disable_cuda_graph)
         return True
 
     def on_oom(self, batch: int) -> None:
