@@ -39,26 +39,32 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+_COLUMNS = ("C", "req", "fail", "out tok/s", "req/s", "achieved C", "steady tok/s", "TTFT p50/p99 ms",
+            "TPOT p50 ms", "tok/s/req p50", "tok/chunk", "srv accept len", "CPU s/1k tok", "lag p99 ms")
+_COMPACT = ("C", "req", "fail", "out tok/s", "TTFT p50/p99 ms", "tok/s/req p50", "tok/chunk")
+
+
 def render_table(result: BenchResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=200)
+    columns = _COLUMNS if out.width >= 170 else _COMPACT  # narrow terminal: the key figures (--json: all)
     table = Table(title=f"{result.url}  model={result.model or '-'}  {result.started_at}")
-    for col in ("C", "req", "fail", "out tok/s", "req/s", "achieved C", "steady tok/s", "TTFT p50/p99 ms",
-                "TPOT p50 ms", "tok/s/req p50", "tok/chunk", "srv accept len", "CPU s/1k tok", "lag p99 ms"):
-        table.add_column(col, justify="right")
+    for col in columns:
+        table.add_column(col, justify="right", overflow="fold")
     for lv in result.levels:
         flag = " *" if lv.chunk_counted else ""
-        table.add_row(
+        cells = dict(zip(_COLUMNS, (
             str(lv.concurrency) + (" !" if lv.unreliable else ""), str(lv.requests), str(lv.failed),
             _fmt(lv.output_tok_s) + flag, _fmt(lv.request_per_s, 2), _fmt(lv.achieved_concurrency, 2),
             _fmt(lv.steady_decode_tok_s), f"{_fmt(lv.ttft_ms.p50)} / {_fmt(lv.ttft_ms.p99)}",
             _fmt(lv.tpot_ms.p50, 2), _fmt(lv.decode_tok_s_per_request.p50) + flag,
             _fmt(lv.tokens_per_chunk, 2), _fmt(lv.server.accept_len, 2),
-            _fmt(lv.client.cpu_s_per_1k_tokens, 3), _fmt(lv.client.loop_lag_ms_p99, 1))
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=200)
+            _fmt(lv.client.cpu_s_per_1k_tokens, 3), _fmt(lv.client.loop_lag_ms_p99, 1)), strict=True))
+        table.add_row(*(cells[c] for c in columns))
     out.print(table)
     if any(lv.chunk_counted for lv in result.levels):
         out.print("* chunk-counted (lower bound): the server sent no usage, N counts SSE chunks")
@@ -87,13 +93,15 @@ async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
         line = (f"level {p.level}/{p.levels}  C={p.concurrency}  {p.phase}  {p.done}{total} requests  "
                 f"{rate} tok/s")
         if live:
-            err.print(f"\r{line}", end="", soft_wrap=True, highlight=False)
+            sys.stderr.write("\r" + line.ljust(90))
+            sys.stderr.flush()
 
     try:
         return await run_benchmark(spec, progress=progress, probe=probe, cancel=cancel)
     finally:
         if live:
-            err.print("\r" + " " * 90 + "\r", end="")
+            sys.stderr.write("\r" + " " * 90 + "\r")
+            sys.stderr.flush()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
 
