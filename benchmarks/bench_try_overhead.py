@@ -1,0 +1,141 @@
+"""pitcrew's own overhead in a `try` cycle, and how soon after SGLang's ready line readiness is seen.
+
+Runs K `try` jobs (alternating `try 4 steps` / `try 5 steps`, so each one deploys) through the real
+router and job runner against a simulated host over SSH (SQLite). For each job, from the `job_steps`
+table and the host's journal (`__REALTIME_TIMESTAMP` of each entry):
+
+* wall       = job finished_at - started_at
+* sim phases = the server's own work, as the journal shows it: stop (`Stopping` -> `Stopped`) and
+               load (`Started` -> SGLang's ready line `The server is fired up and ready to roll!`)
+* bench      = the benchmark's own measured time (sum of the levels' `duration_s` in the stored run)
+* overhead   = wall - sim phases - bench: reading the unit, revisions, upload, daemon-reload, the
+               stop/GPU-release polls, following the journal, /health and the test generation, the
+               benchmark child's start, storing results, every database write
+* ready lag  = when pitcrew saw the ready line (start step's started_at + its `ready_line_s`) minus
+               the ready line's journal timestamp; `serving lag` = when the start step ended (after
+               /health and one real generation) minus the ready line.
+
+Goals: overhead < 2 s, ready lag < 1 s (issue 5). Printed per job, then median and max, PASS/FAIL.
+
+    .venv/bin/python benchmarks/bench_try_overhead.py [--tries 6] [--time-scale 0.01]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import sys
+import tempfile
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "reliability"))
+
+GOAL_OVERHEAD_S = 2.0
+GOAL_READY_S = 1.0
+BENCH = {"concurrency": [1], "requests_per_level": 2, "warmup": 0, "input_len": 16, "output_len": 32}
+
+
+def _ts(entry: dict[str, Any]) -> datetime:
+    return datetime.fromtimestamp(int(entry["__REALTIME_TIMESTAMP"]) / 1e6, tz=UTC)
+
+
+def _phases(entries: list[dict[str, Any]], t_from: datetime, t_to: datetime) -> dict[str, datetime]:
+    from services.sglang_log import is_ready_line
+
+    out: dict[str, datetime] = {}
+    for e in entries:
+        t = _ts(e)
+        if not t_from <= t <= t_to:
+            continue
+        msg = str(e.get("MESSAGE") or "")
+        if e.get("SYSLOG_IDENTIFIER") == "systemd" and e.get("UNIT") == "sglang.service":
+            for word in ("Stopping", "Stopped", "Started"):
+                if msg.startswith(word) and word not in out:
+                    out[word] = t
+        elif e.get("_SYSTEMD_UNIT") == "sglang.service" and is_ready_line(msg) and "ready" not in out:
+            out["ready"] = t
+    return out
+
+
+async def run(tries: int, scale: float) -> dict[str, Any]:
+    from rel_kit import RelBot, job_id_of, read_journal, settings_for
+    from sqlalchemy import select
+
+    from bot.app import build_core
+    from services.models import BenchRun, JobStep
+    from simhost.host import SimHost
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        async with AsyncExitStack() as stack:
+            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", time_scale=scale))
+            core = await build_core(settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db", bench=BENCH), stack,
+                                    transport="bench", time_scale=scale, watch_journals=False,
+                                    start_scheduler=False)
+            bot = RelBot(core, sim)
+            await sim.wait_ready(60)
+            for i in range(tries):
+                job_id = job_id_of(await bot.say(f"try {4 + i % 2} steps"))
+                while (job := await core.jobs.get(job_id)).state in ("queued", "running"):
+                    await asyncio.sleep(0.02)
+                if job.state != "succeeded":
+                    raise SystemExit(f"job {job_id} {job.state}: {job.summary}")
+                async with core.db.sessions() as s:
+                    steps = {st.name: st for st in (await s.execute(
+                        select(JobStep).where(JobStep.job_id == job_id))).scalars()}
+                    bench_run = await s.scalar(select(BenchRun).where(BenchRun.job_id == job_id))
+                entries = await asyncio.to_thread(read_journal, sim.root)
+                ph = _phases(entries, job.started_at, job.finished_at)
+                wall = (job.finished_at - job.started_at).total_seconds()
+                stop_s = (ph["Stopped"] - ph["Stopping"]).total_seconds()
+                load_s = (ph["ready"] - ph["Started"]).total_seconds()
+                bench_s = sum(float(lv.get("duration_s") or 0) for lv in (bench_run.raw or {}).get("levels", []))
+                start = steps["start"]
+                seen = start.started_at.timestamp() + float(start.detail["ready_line_s"])
+                rows.append({"job": job_id, "wall_s": wall, "sim_stop_s": stop_s, "sim_load_s": load_s,
+                             "bench_s": bench_s, "overhead_s": wall - stop_s - load_s - bench_s,
+                             "ready_lag_s": seen - ph["ready"].timestamp(),
+                             "serving_lag_s": (start.finished_at - ph["ready"]).total_seconds(),
+                             "steps_s": {k: round((v.finished_at - v.started_at).total_seconds(), 3)
+                                         for k, v in steps.items()}})
+    return {"time_scale": scale, "tries": tries, "rows": rows}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tries", type=int, default=6)
+    ap.add_argument("--time-scale", type=float, default=0.01)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    res = asyncio.run(run(args.tries, args.time_scale))
+    rows = res["rows"]
+    if args.json:
+        print(json.dumps(res, indent=1))
+    print(f"try-cycle overhead on the simulated host (time scale {args.time_scale}, {args.tries} tries, "
+          f"bench {BENCH['requests_per_level']} req x {BENCH['output_len']} tok at C=1)")
+    print(f"{'job':>4} {'wall':>7} {'stop':>6} {'load':>6} {'bench':>6} {'overhead':>9} {'ready lag':>10} "
+          f"{'serving lag':>12}  steps")
+    for r in rows:
+        print(f"{r['job']:>4} {r['wall_s']:7.2f} {r['sim_stop_s']:6.2f} {r['sim_load_s']:6.2f} {r['bench_s']:6.2f} "
+              f"{r['overhead_s']:9.2f} {r['ready_lag_s']:10.3f} {r['serving_lag_s']:12.3f}  "
+              + " ".join(f"{k}={v}" for k, v in r["steps_s"].items()))
+    ov = [r["overhead_s"] for r in rows]
+    lag = [r["ready_lag_s"] for r in rows]
+    ok_ov, ok_lag = max(ov) < GOAL_OVERHEAD_S, max(lag) < GOAL_READY_S
+    print(f"overhead: median {statistics.median(ov):.2f} s, max {max(ov):.2f} s — goal < {GOAL_OVERHEAD_S} s: "
+          f"{'PASS' if ok_ov else 'FAIL'}")
+    print(f"ready line seen after: median {statistics.median(lag) * 1000:.0f} ms, max {max(lag) * 1000:.0f} ms — "
+          f"goal < {GOAL_READY_S} s: {'PASS' if ok_lag else 'FAIL'}")
+    return 0 if ok_ov and ok_lag else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
