@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -84,7 +83,7 @@ async def run(tries: int, scale: float) -> dict[str, Any]:
             await sim.wait_ready(60)
             for i in range(tries):
                 job_id = job_id_of(await bot.say(f"try {4 + i % 2} steps"))
-                while (job := await core.jobs.get(job_id)).state in ("queued", "running"):
+                while (job := await core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
                     await asyncio.sleep(0.02)
                 if job.state != "succeeded":
                     raise SystemExit(f"job {job_id} {job.state}: {job.summary}")
