@@ -49,7 +49,8 @@ class BenchSpec:
     timeout_s: float = 600.0
     # `warmup` is a minimum count per level, rounded up to whole rounds: each of the C slots sends
     # ceil(warmup / C) unmeasured requests first, so measuring starts with C streams in flight.
-    # `timeout_s` is each request's deadline, first byte to last.
+    # `timeout_s` is each request's deadline, first byte to last. With `duration_s` set, the level
+    # measures the requests sent during that many seconds and `requests_per_level` becomes None.
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -58,8 +59,10 @@ class BenchSpec:
             raise BenchmarkError(f"api must be 'chat' or 'completions', got {self.api!r}")
         if not self.concurrency or any(c < 1 or c > 4096 for c in self.concurrency):
             raise BenchmarkError("concurrency levels must be integers between 1 and 4096")
-        if (self.requests_per_level is None) == (self.duration_s is None):
-            raise BenchmarkError("give either a request count or a duration per level, not both")
+        if self.duration_s is not None:
+            object.__setattr__(self, "requests_per_level", None)  # a duration wins over the default count
+        elif self.requests_per_level is None:
+            raise BenchmarkError("give a request count or a duration per level")
         if self.requests_per_level is not None and self.requests_per_level < 1:
             raise BenchmarkError("requests per level must be at least 1")
         if self.duration_s is not None and not 0 < self.duration_s <= 86_400:
