@@ -1,9 +1,10 @@
 """The known-truth streaming server's parameters, stream plans, pre-encoded bytes and its truth.
 
-Owns `TruthParams` (what the server is told), `stream_plan` (which tokens each SSE chunk
-carries and when, in decode-time tokens after the first chunk), `Truth` (TTFT, E2E, N, TPOT,
-decode tok/s per request, tokens per chunk as a correct client must read them for one
-uncontended stream) and the HTTP-chunked SSE frames the server writes, encoded once.
+Owns `TruthParams` (what the server is told), `Faults` (what it does wrong on purpose),
+`stream_plan` (which tokens each SSE chunk carries and when, in decode-time tokens after the
+first chunk), `Truth` (TTFT, E2E, N, TPOT, decode tok/s per request, tokens per chunk as a
+correct client must read them for one uncontended stream) and the HTTP-chunked SSE frames the
+server writes, encoded once.
 """
 
 from __future__ import annotations
@@ -30,6 +31,20 @@ class TruthParams:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Faults:
+    """Fault knobs (mutable at run time through `POST /control` with `fault_<name>` keys)."""
+
+    kind: str | None = None  # "error" | "drop" | "hang" | "die"
+    start: int = 0  # first request index the fault applies to
+    every: int = 1
+    status: int = 500
+    drop_after: int = 3  # chunks written before a "drop"
+
+    def applies(self, idx: int) -> bool:
+        return self.kind is not None and idx >= self.start and (idx - self.start) % max(self.every, 1) == 0
 
 
 def chunk_sizes(n: int, k: float, first_chunk: str) -> list[int]:

@@ -33,6 +33,7 @@ from simhost.truth_plan import (
     DONE_FRAME,
     ROLE_FRAME,
     STREAM_HEAD,
+    Faults,
     TruthParams,
     stream_plan,
     text_frame,
@@ -40,18 +41,6 @@ from simhost.truth_plan import (
 )
 
 _TAG = re.compile(rb"Request (\d+) ")
-
-
-@dataclasses.dataclass
-class Faults:
-    kind: str | None = None  # "error" | "drop" | "hang" | "die"
-    start: int = 0  # first request index the fault applies to
-    every: int = 1
-    status: int = 500
-    drop_after: int = 3  # chunks written before a "drop"
-
-    def applies(self, idx: int) -> bool:
-        return self.kind is not None and idx >= self.start and (idx - self.start) % max(self.every, 1) == 0
 
 
 class Stream:
