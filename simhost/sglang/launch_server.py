@@ -153,6 +153,11 @@ class Server:
         self.hold("context")
         for rank in range(self.tp):
             log("Init torch distributed begin.", tp=rank)
+        count = int(str(self.shape.get("count", 4)))
+        if self.tp > count:  # more TP ranks than GPUs: rank `count` has no device
+            await self.phase_sleep(1.0)
+            self.child_failed(["torch.AcceleratorError: CUDA error: invalid device ordinal",
+                               *texts.cuda_error_lines()[1:]], tp=count)
         await self.phase_sleep(2.0)
         for rank in range(self.tp):
             log("Init torch distributed ends. elapsed=2.03 s, mem usage=0.52 GB", tp=rank)
