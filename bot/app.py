@@ -96,13 +96,13 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
                           warmup=b.warmup, input_len=b.input_len, output_len=b.output_len,
                           max_duration_s=b.max_duration_s)
     incidents = None
-    expect_restart = None
+    watch = None
     if watch_journals and settings.hosts:
-        incidents = await _start_incidents(settings, stack, db=db, bus=bus, audit=audit, hosts=hosts,
-                                           outbox=outbox, holder=holder, time_scale=time_scale)
-        expect_restart = getattr(incidents, "expect", None)
+        watch = await _start_incidents(settings, stack, db=db, bus=bus, audit=audit, hosts=hosts,
+                                       outbox=outbox, holder=holder, time_scale=time_scale)
+        incidents = watch.monitor
     experiments = Experiments(hosts=hosts, revisions=revisions, results=results, audit=audit, bus=bus,
-                              policy=exp_policy, bench=bench, expect_restart=expect_restart)
+                              policy=exp_policy, bench=bench, notices=incidents)
     jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=experiments.pipeline,
                      lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host)
     JobNotifier(bus, outbox, results)
@@ -113,8 +113,9 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     core = Core(settings=settings, db=db, bus=bus, audit=audit, store=store, outbox=outbox, wake=wake, hosts=hosts,
                 jobs=jobs, experiments=experiments, results=results, revisions=revisions, router=router,
                 holder=holder, incidents=incidents)
-    if incidents is not None:
+    if watch is not None:
         _wire_auto_rollback(core)
+        core.extras["journal_status"] = watch.journal_lag
     await jobs.start()
     stack.push_async_callback(jobs.stop)
     if start_scheduler:
@@ -129,27 +130,21 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
 
 
 async def _start_incidents(settings: Settings, stack: AsyncExitStack, **deps: Any) -> Any:
-    """Start the journal watch and incident lifecycle for every host (None when not available)."""
-    try:
-        from bot.incident_wiring import start_incident_watch
-    except ImportError:
-        log.warning("incident watch is not available in this build")
-        return None
+    """Start the journal watch and incident lifecycle for every host."""
+    from bot.incident_wiring import start_incident_watch
+
     return await start_incident_watch(settings, stack, **deps)
 
 
 def _wire_auto_rollback(core: Core) -> None:
-    try:
-        from services.incidents import AutoRollbackRequested
-    except ImportError:
-        return
     from services.audit import AuditActor
+    from services.incident_types import AutoRollbackRequested
 
     async def on_request(e: Any) -> None:
-        busy = [j for j in await core.jobs.queue(e.host) if j.kind in ("try", "sweep", "rollback")]
-        if busy:
-            return  # the running job rolls back by itself when it fails
-        await core.jobs.submit(kind="rollback", host=e.host, params={"reason": f"incident {e.incident_id}"},
+        if any(j.kind == "rollback" for j in await core.jobs.queue(e.host)):
+            return  # one is already on its way
+        await core.jobs.submit(kind="rollback", host=e.host,
+                               params={"reason": f"incident {e.incident_id}", "after_incident": e.incident_id},
                                actor=AuditActor("pitcrew", "pitcrew (auto-rollback)", "internal",
                                                 core.settings.slack.alert_channel or "alerts"),
                                command_text=f"rollback {e.host}", needs_confirmation=False)

@@ -23,7 +23,15 @@ from services.outbox import MessageRef, OutboxItem
 from services.redact import redact
 
 TRANSPORT = "console"
+EMOJI = {":rotating_light:": "🚨", ":white_check_mark:": "✅", ":warning:": "⚠️", ":mute:": "🔇",
+         ":eyes:": "👀", ":electric_plug:": "🔌", ":arrows_counterclockwise:": "🔄"}
 TONE_STYLE = {"success": "green", "error": "red", "warning": "yellow", "progress": "cyan", "info": ""}
+
+
+def _emoji(text: str) -> str:
+    for code, char in EMOJI.items():
+        text = text.replace(code, char)
+    return text
 
 
 class ConsoleView:
@@ -32,7 +40,7 @@ class ConsoleView:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False, soft_wrap=False)
         self.buttons: list[Button] = []
-        self._last_status: dict[str, str] = {}
+        self._last_text: dict[str, list[str]] = {}
 
     def _buttons(self, buttons: tuple[Button, ...]) -> None:
         if not buttons:
@@ -41,6 +49,9 @@ class ConsoleView:
         self.buttons.extend(buttons)
         choices = "   ".join(f"[bold][{i}][/bold] {b.label}" for i, b in enumerate(buttons, start))
         self.console.print(f"    {choices}", highlight=False)
+
+    def remember(self, key: str, reply: Reply) -> None:
+        self._last_text[key] = [ln for ln in _emoji(redact(reply.text).replace("*", "")).splitlines() if ln.strip()]
 
     def table(self, t: Table) -> None:
         rt = RichTable(title=t.title, show_lines=False, header_style="bold", title_justify="left")
@@ -55,7 +66,7 @@ class ConsoleView:
     def show(self, reply: Reply, *, prefix: str = "", indent: int = 0) -> None:
         style = TONE_STYLE.get(reply.tone, "")
         pad = " " * indent
-        text = redact(reply.text).replace("*", "")
+        text = _emoji(redact(reply.text).replace("*", ""))
         for line in text.splitlines() or [""]:
             self.console.print(Text(pad + prefix + line, style=style + (" dim" if reply.ephemeral else "")))
             prefix = " " * len(prefix)
@@ -69,12 +80,16 @@ class ConsoleView:
         self._buttons(reply.buttons)
 
     def progress(self, key: str, reply: Reply) -> None:
-        """An edit of an earlier message: print only what changed, on one line."""
-        last_line = redact(reply.text).replace("*", "").splitlines()[-1] if reply.text else ""
-        if self._last_status.get(key) == last_line:
+        """An edit of an earlier message: print, on one line, the first line that changed."""
+        lines = [ln for ln in _emoji(redact(reply.text).replace("*", "")).splitlines() if ln.strip()]
+        before = self._last_text.get(key, [])
+        self._last_text[key] = lines
+        changed = [ln for ln in lines if ln not in before]
+        if not changed:
             return
-        self._last_status[key] = last_line
-        self.console.print(Text(f"  ↻ {key} · {last_line}", style=TONE_STYLE.get(reply.tone, "") or "cyan"))
+        style = TONE_STYLE.get(reply.tone, "") or "cyan"
+        self.console.print(Text(f"  ↻ {key} · {changed[-1] if reply.tone == 'progress' else changed[0]}",
+                                style=style))
 
 
 class ConsoleDeliverer:
@@ -93,7 +108,7 @@ class ConsoleDeliverer:
         if self.on_message:
             self.on_message(item, reply)
         if existing is not None:
-            final = reply.tone in ("success", "error", "warning")
+            final = item.key.startswith("job:") and reply.tone in ("success", "error", "warning")
             if final:
                 self.view.show(reply, prefix=f"[{item.key}] ")
             else:
@@ -103,6 +118,7 @@ class ConsoleDeliverer:
             self.view.show(reply, prefix=f"  └ [{item.thread_of}] ", indent=0)
         else:
             self.view.show(reply, prefix=f"[{item.key}] ")
+        self.view.remember(item.key, reply)
         return MessageRef(TRANSPORT, item.channel, f"{next(self._ts)}", parent.ts if parent else None)
 
 

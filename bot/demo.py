@@ -43,23 +43,30 @@ def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> 
                          policy={"incident_stable_window_s": 120.0, "restart_loop_window_s": 600.0})
 
 
-async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool) -> bool:
-    """Until no job is queued or running, the outbox is drained and (optionally) no incident is open."""
+async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, quiet_s: float = 1.0) -> bool:
+    """Until no job is queued or running and the outbox is drained; with `settle_incidents`, also no
+    incident open and every unit running without a new restart for `quiet_s`."""
     t_end = time.monotonic() + timeout_s
     quiet_since: float | None = None
+    last: tuple[Any, ...] | None = None
     while time.monotonic() < t_end:
-        busy = bool(await core.jobs.queue())
-        if not busy and settle_incidents and core.incidents is not None:
-            busy = bool(await core.incidents.open_incidents(None))
-        if not busy:
-            busy = await core.store.depth(TRANSPORT) > 0
+        busy = bool(await core.jobs.queue()) or await core.store.depth(TRANSPORT) > 0
+        if not busy and settle_incidents:
+            busy = core.incidents is not None and bool(await core.incidents.open_incidents(None))
+            states = []
+            for name in core.hosts.names():
+                with contextlib.suppress(Exception):
+                    st = await core.experiments.ops(name).state()
+                    states.append((name, st.active_state, st.n_restarts, st.main_pid))
+            busy = busy or any(s[1] != "active" for s in states) or states != last
+            last = states
         if busy:
             quiet_since = None
         else:
             quiet_since = quiet_since or time.monotonic()
-            if time.monotonic() - quiet_since > 1.0:
+            if time.monotonic() - quiet_since > (quiet_s if settle_incidents else 1.0):
                 return True
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.25)
     return False
 
 
@@ -68,7 +75,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
     from simhost.host import SimHost
 
     console = Console(highlight=False, width=None if interactive else 160)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     with contextlib.ExitStack() as sync_stack:
         workdir = keep or Path(sync_stack.enter_context(tempfile.TemporaryDirectory(prefix="pitcrew-demo-")))
         workdir.mkdir(parents=True, exist_ok=True)
@@ -87,7 +94,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
             if interactive and script_lines is None:
                 return await _interactive(chat, core, stop)
             lines = script_lines if script_lines is not None else [ln async for ln in read_lines(stop)]
-            return await _scripted(chat, core, lines, timeout_s=timeout_s)
+            return await _scripted(chat, core, lines, timeout_s=timeout_s, quiet_s=max(2.0, 200 * time_scale))
     return 0
 
 
@@ -97,7 +104,7 @@ async def _stop_task(task: asyncio.Task[None], stop: asyncio.Event) -> None:
         await asyncio.wait_for(task, 5)
 
 
-async def _scripted(chat: ConsoleChat, core: Core, lines: list[str], *, timeout_s: float) -> int:
+async def _scripted(chat: ConsoleChat, core: Core, lines: list[str], *, timeout_s: float, quiet_s: float) -> int:
     t_end = time.monotonic() + timeout_s
     for line in lines:
         if line.strip().lower() in ("quit", "exit"):
@@ -109,7 +116,8 @@ async def _scripted(chat: ConsoleChat, core: Core, lines: list[str], *, timeout_
         if not await wait_idle(core, timeout_s=max(t_end - time.monotonic(), 1), settle_incidents=False):
             chat.view.console.print("demo: timed out waiting for jobs", style="red")
             return 1
-    settled = await wait_idle(core, timeout_s=max(t_end - time.monotonic(), 1), settle_incidents=True)
+    settled = await wait_idle(core, timeout_s=max(t_end - time.monotonic(), 1), settle_incidents=True,
+                              quiet_s=quiet_s)
     chat.view.console.print("demo finished." if settled else "demo: incidents still open at the time limit",
                             style="bold" if settled else "red")
     return 0 if settled else 1

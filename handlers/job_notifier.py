@@ -101,6 +101,8 @@ def failure_reply(e: JobFinished, diag: dict[str, Any], detail: dict[str, Any]) 
                      f"{ran.get('gen_throughput_tok_s')} tok/s.")
     if detail.get("rolled_back_to"):
         lines.append(f"Rolled back automatically to revision {detail['rolled_back_to']}.")
+    elif detail.get("handed_to_incidents"):
+        lines.append("The unit keeps restarting on its own; the incident watch follows it (see the alert).")
     elif detail.get("rollback_failed"):
         lines.append(f"The automatic rollback failed: {detail['rollback_failed']}")
     if diag.get("recommendation"):

@@ -79,7 +79,7 @@ class Database:
                 "process — stop the other one or use PostgreSQL for several replicas") from None
         self._lock_fd = fd
 
-    async def ping(self, timeout: float = 5.0) -> bool:
+    async def ping(self, timeout: float = 5.0) -> bool:  # noqa: ASYNC109
         try:
             async with asyncio.timeout(timeout), self.engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))

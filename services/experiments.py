@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from services.audit import AuditActor, AuditLog, AuditQuery
 from services.bench_process import run_benchmark_isolated
@@ -90,7 +89,12 @@ def label_for(changes: dict[str, str]) -> str:
     return ", ".join(parts)
 
 
-ExpectRestart = Callable[[str, float], None]
+class RestartNotices(Protocol):
+    """Tells the incident watch which failures are pitcrew's own (a deploy's stop and start)."""
+
+    def expect(self, host: str, kind: str, *, until: float) -> None: ...
+
+    def clear_expected(self, host: str) -> None: ...
 
 
 class Experiments:
@@ -98,7 +102,7 @@ class Experiments:
 
     def __init__(self, *, hosts: HostPool, revisions: Revisions, results: Results, audit: AuditLog,
                  bus: EventBus, policy: ExperimentPolicy, bench: BenchDefaults,
-                 expect_restart: ExpectRestart | None = None) -> None:
+                 notices: RestartNotices | None = None) -> None:
         self.hosts = hosts
         self.revisions = revisions
         self.results = results
@@ -106,7 +110,7 @@ class Experiments:
         self.bus = bus
         self.policy = policy
         self.bench_defaults = bench
-        self.expect_restart = expect_restart
+        self.notices = notices
         self._sweeps: Any = None
 
     def ops(self, host: str) -> UnitOps:
@@ -178,7 +182,9 @@ class Experiments:
             outcome.revision_after = after.id
             try:
                 ready = await self.deploy(ctx, ops, new_text, after, action="deploy",
-                                          detail={"changes": [format_change(c) for c in plan.diff]})
+                                          detail={"changes": [format_change(c) for c in plan.diff],
+                                                  "from_revision": before.id,
+                                                  "summary": f"{label} (revision {before.id} -> {after.id})"})
             except (StartFailed, DeployFailed) as e:
                 await self._fail_and_restore(ctx, ops, before, e, restore_on_failure)
                 raise
@@ -207,7 +213,13 @@ class Experiments:
             message = (f"{label} on {host}: the server crashed under load at C={crashed_at} "
                        f"(it served lower levels; results above)")
             err = DeployFailed(message, result={"run_id": run.id, "crashed_at": crashed_at})
-            await self._fail_and_restore(ctx, ops, before, err, restore_on_failure)
+            # A crash after the server was ready is the server's own failure: when the incident watch is
+            # running it follows the restarts, diagnoses the loop from all of them, alerts once and (policy
+            # auto_rollback) rolls back; without it, this job restores the previous revision itself.
+            watched = self.notices is not None
+            await self._fail_and_restore(ctx, ops, before, err, restore_on_failure and not watched)
+            if watched and restore_on_failure:
+                err.fields["result"]["handed_to_incidents"] = True
             raise err
         if outcome.revision_after is not None:
             await self.revisions.mark_known_good(outcome.revision_after)
@@ -217,9 +229,20 @@ class Experiments:
                      detail: dict[str, Any]) -> ReadyReport:
         """Write `text`, reload, stop with care, start and wait until serving."""
         host = ctx.job.host
+        if self.notices is not None:
+            window = (self.policy.stop_timeout_s + self.policy.ready_timeout_s) * self.policy.time_scale + 30
+            self.notices.expect(host, action, until=window)
+        try:
+            return await self._deploy(ctx, ops, text, rev, action=action, detail=detail)
+        finally:
+            # from here on a failure is the server's own: the incident watch judges it
+            if self.notices is not None:
+                self.notices.clear_expected(host)
+
+    async def _deploy(self, ctx: JobContext, ops: UnitOps, text: str, rev: Revision, *, action: str,
+                      detail: dict[str, Any]) -> ReadyReport:
+        host = ctx.job.host
         actor = self._actor(ctx)
-        if self.expect_restart:
-            self.expect_restart(host, self.policy.ready_timeout_s * self.policy.time_scale + 60)
         async with ctx.step("write-unit") as d:
             await self.progress(ctx, "writing the unit", "")
             await ops.write_unit(text)
@@ -357,7 +380,11 @@ class Experiments:
         if target_id is not None:
             target = await self.revisions.get(int(target_id), host=host)
         else:
-            found = await self.revisions.last_known_good(host, ops.unit)
+            good = await self.revisions.last_known_good(host, ops.unit)
+            before = await self._before_last_deploy(host)
+            # after an incident, undo pitcrew's last deploy; asked by a person, prefer the last known-good
+            order = (before, good) if ctx.job.params.get("after_incident") else (good, before)
+            found = next((r for r in order if r is not None), None)
             if found is None:
                 raise Conflict(f"{host} has no known-good revision yet; name one with `rollback {host} to <id>`")
             target = found
@@ -370,6 +397,12 @@ class Experiments:
                           detail={"to_revision": target.id, "reason": ctx.job.params.get("reason", "requested")})
         await self.revisions.mark_known_good(target.id)
         return f"{host} rolled back to revision {target.id} and serving", {"revision": target.id}
+
+    async def _before_last_deploy(self, host: str) -> Revision | None:
+        """The revision that was live before pitcrew's most recent deploy on `host`."""
+        recs = await self.audit.query(AuditQuery(host=host, actions=("deploy",), newest_first=True, limit=1))
+        rev_id = recs[0].detail.get("from_revision") if recs else None
+        return await self.revisions.get(int(rev_id), host=host) if isinstance(rev_id, int) else None
 
     async def kill_pid(self, ctx: JobContext, host: str, pid: int) -> None:
         h = self.hosts.get(host)

@@ -28,6 +28,10 @@ class IncidentWatch:
     monitor: IncidentMonitor
     supervisor: JournalSupervisor
 
+    def journal_lag(self) -> dict[str, float | None]:
+        """Seconds since the newest journal entry seen, per followed host (for /metrics)."""
+        return {s.host: s.lag_s() for s in self.supervisor.statuses()}
+
     async def run(self) -> None:
         """Follow and watch until cancelled (followers flush their cursors and release their leases)."""
         sup = asyncio.create_task(self.supervisor.run(), name="journal-supervisor")

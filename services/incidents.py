@@ -184,6 +184,10 @@ class IncidentMonitor:
         notices.append(_Notice(kind, when))
         self._notices[host] = notices
 
+    def clear_expected(self, host: str) -> None:
+        """pitcrew's own action on `host` is over: failures from now on are the server's own."""
+        self._notices.pop(host, None)
+
     async def _expected_reason(self, host: str, inv: str, track: _Track, ev: SystemdEvent) -> str | None:
         if inv in track.stopping:
             return "a stop or restart job"
