@@ -7,6 +7,7 @@ jobs are submitted to the job runner, and their messages arrive later through th
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -200,18 +201,37 @@ async def do_status(r: Router, msg: ChatMessage, cmd: Status, role: str) -> Repl
     return Reply(text=text, tables=(table,))
 
 
+STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a second, however many ask
+
+
+async def _host_state(r: Router, host: str) -> tuple[str, str, str]:
+    ops = r.domain.experiments.ops(host)
+    st = await asyncio.wait_for(ops.state(), 15)
+    from services.experiments import _short_label
+    from services.units import read_exec_start
+
+    config = _short_label(read_exec_start(await asyncio.wait_for(ops.read_unit(), 15)).argv)
+    return f"{st.active_state}/{st.sub_state}", str(st.n_restarts), config
+
+
+async def _host_state_shared(r: Router, host: str) -> tuple[str, str, str]:
+    """`_host_state`, shared by concurrent callers and reused for `STATUS_HOST_TTL_S` when it succeeded
+    (200 `status` commands a second must not become 400 SSH commands a second)."""
+    cache: dict[str, tuple[float, asyncio.Future[tuple[str, str, str]]]] = r.__dict__.setdefault("_host_states", {})
+    now = time.monotonic()
+    hit = cache.get(host)
+    if hit is None or now - hit[0] > STATUS_HOST_TTL_S or (hit[1].done() and hit[1].exception() is not None):
+        fut = asyncio.ensure_future(_host_state(r, host))
+        cache[host] = hit = (now, fut)
+    return await asyncio.shield(hit[1])
+
+
 async def _status_row(r: Router, host: str) -> tuple[str, ...]:
     ops = r.domain.experiments.ops(host)
     state, config = "unreachable", "—"
     restarts = "—"
     try:
-        st = await asyncio.wait_for(ops.state(), 15)
-        state = f"{st.active_state}/{st.sub_state}"
-        restarts = str(st.n_restarts)
-        from services.experiments import _short_label
-        from services.units import read_exec_start
-
-        config = _short_label(read_exec_start(await asyncio.wait_for(ops.read_unit(), 15)).argv)
+        state, restarts, config = await _host_state_shared(r, host)
     except (HostError, TimeoutError, OSError) as e:
         state = f"unreachable ({str(e)[:60]})"
     running = r.domain.jobs.running_job(host)
