@@ -13,7 +13,16 @@ per request against the configured rate.
 
 aiperf setup used here: `python3 -m venv /tmp/peer-aiperf && /tmp/peer-aiperf/bin/pip install aiperf`;
 offline it needs a local tokenizer directory (its `builtin` one downloads tiktoken data): any
-`tokenizer.json` works since `--use-server-token-count` takes N from usage.
+`tokenizer.json` works since `--use-server-token-count` takes N from usage. The one used here, made
+with the aiperf venv's python:
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    vocab = {"[UNK]": 0, "[PAD]": 1, "<s>": 2, "</s>": 3, **{f"w{i}": i + 4 for i in range(2000)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", bos_token="<s>",
+                            eos_token="</s>").save_pretrained("/tmp/toy-tokenizer")
 """
 
 from __future__ import annotations
