@@ -187,7 +187,7 @@ class Proc:
 
 async def start_bot_proc(db_url: str, host_json: Path, *, say: list[str] = (),  # type: ignore[assignment]
                          scale: float = 0.002, bench: dict[str, Any] | None = None,
-                         until_idle: bool = False) -> Proc:
+                         until_idle: bool = False, stderr: bool = False) -> Proc:
     argv = [sys.executable, str(BOT_PROC), "--db", db_url, "--host-json", str(host_json), "--scale", str(scale)]
     if bench:
         argv += ["--bench", json.dumps(bench)]
@@ -195,8 +195,8 @@ async def start_bot_proc(db_url: str, host_json: Path, *, say: list[str] = (),  
         argv += ["--say", s]
     if until_idle:
         argv.append("--until-idle")
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=str(REPO), stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.DEVNULL)
+    err = asyncio.subprocess.PIPE if stderr else asyncio.subprocess.DEVNULL
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=str(REPO), stdout=asyncio.subprocess.PIPE, stderr=err)
     return Proc(proc)
 
 

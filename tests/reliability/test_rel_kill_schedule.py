@@ -92,4 +92,5 @@ async def test_kill9_at_random_points_across_try_rollback_cycles(tmp_path: Path)
     assert leases == []
     sha = hashlib.sha256(live_unit.encode()).hexdigest()
     assert sha in {r.sha256 for r in revisions}, "the host ended on an unrecorded unit file"
-    print(f"cycles={CYCLES} seed={SEED} kills={kills} jobs={len(jobs)} states={dict(states)}")
+    print(f"cycles={CYCLES} seed={SEED} kills={kills} jobs={len(jobs)} states={dict(states)} "
+          f"failed: {[(j.id, j.command_text, j.summary) for j in jobs if j.state == 'failed']}")

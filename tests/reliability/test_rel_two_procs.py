@@ -89,3 +89,24 @@ async def test_two_bot_processes_on_one_postgresql_never_overlap_on_a_host(tmp_p
     assert [k for k, _ in itertools.groupby(by_job)] == sorted(set(by_job), key=by_job.index)
     seq = systemd_unit_sequence(entries)
     assert check_no_interleaving(seq) == [], seq
+
+
+async def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Path) -> None:
+    """SQLite is the single-process default: a second bot on the same file is refused, clearly."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+    (tmp_path / "sim").mkdir()
+    host_json = tmp_path / "sim" / "host.json"
+    host_json.write_text('{"name": "gpu-1", "ssh_host": "127.0.0.1", "ssh_port": 9, "user": "u", '
+                         f'"client_key": "{tmp_path}/k", "known_hosts": "{tmp_path}/kh", "unit": "sglang.service", '
+                         '"unit_dir": "/etc/systemd/system", "server_url": "http://127.0.0.1:9"}')
+    first = await start_bot_proc(url, host_json)
+    try:
+        await first.wait_event(lambda e: e.get("event") == "ready", within=60)
+        second = await start_bot_proc(url, host_json, stderr=True)
+        code = await asyncio.wait_for(second.proc.wait(), 60)
+        err = (await second.proc.stderr.read()).decode()
+        assert code != 0
+        assert "another pitcrew process is already using" in err and "use PostgreSQL for several replicas" in err
+        assert not any(e.get("event") == "ready" for e in second.events)
+    finally:
+        await first.stop()
