@@ -83,6 +83,8 @@ def _stale_holders(inv: Invocation, side: SideEvidence, unit: str) -> list[tuple
         if app.pid in own:
             continue
         p = procs.get(app.pid)
+        if procs and p is None:
+            continue  # gone by the time `ps` ran: a dying instance's process, not a lingering holder
         who = f"pid {app.pid} ({p.cmdline if p and p.cmdline else app.process_name}"
         who += f", user {p.user}" if p and p.user else ""
         who += f", {app.used_memory_mib} MiB" if app.used_memory_mib is not None else ""

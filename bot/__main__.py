@@ -1,0 +1,5 @@
+"""`python -m bot` is the `pitcrew` command."""
+
+from bot.cli import main
+
+main()

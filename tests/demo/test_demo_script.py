@@ -1,0 +1,32 @@
+"""The README's first command, scripted: `pitcrew demo --script` tells the whole seed story and exits."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_demo_script_shows_results_alert_rollback_and_resolution(tmp_path: Path) -> None:
+    script = tmp_path / "story.txt"
+    script.write_text("status\ntry 4 steps\ntry 10 steps\n")
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("PITCREW_CONFIG", None)
+    proc = subprocess.run([sys.executable, "-m", "bot", "demo", "--script", str(script), "--time-scale", "0.02"],
+                          capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL,
+                          cwd=tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    # no traceback of our own (quoted SGLang evidence lines may say "Traceback")
+    assert not re.search(r"Traceback \(most recent call last\):\n\s+File", out + proc.stderr)
+    assert "decode tok/s/req" in out  # a results table
+    assert "succeeded" in out and "steps 4" in out
+    assert "crashed under load at C=8" in out
+    alert = out.index("Restart loop on")
+    assert "kv_cache_oom" in out[alert:alert + 300]
+    assert out.count("Restart loop on") >= 1
+    assert "rolled back to revision" in out[alert:]
+    assert "Resolved" in out[alert:] and "fixed by automatic rollback" in out
+    assert "demo finished." in out
