@@ -24,6 +24,7 @@ from rich.panel import Panel
 from bot.app import Core, build_core
 from bot.console import TRANSPORT, ConsoleChat, ConsoleDeliverer, ConsoleView, read_lines
 from bot.delivery import run_delivery
+from bot.logs import configure_logging
 from bot.settings import load_settings
 
 BANNER = """[bold]pitcrew demo[/bold] — a simulated GPU host running SGLang under systemd ({scenario}), and this chat.
@@ -75,7 +76,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
     from simhost.host import SimHost
 
     console = Console(highlight=False, width=None if interactive else 160)
-    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(level=logging.ERROR)
     with contextlib.ExitStack() as sync_stack:
         workdir = keep or Path(sync_stack.enter_context(tempfile.TemporaryDirectory(prefix="pitcrew-demo-")))
         workdir.mkdir(parents=True, exist_ok=True)

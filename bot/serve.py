@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.app import build_core
 from bot.health import HealthServer
+from bot.logs import configure_logging
 from bot.settings import ConfigError, Settings
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ async def serve(settings: Settings) -> None:
     missing = settings.slack.missing()
     if missing:
         raise ConfigError(missing_settings_message(missing))
+    configure_logging(json=settings.log_json)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

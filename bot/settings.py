@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -30,7 +30,13 @@ class ConfigError(Exception):
     """A settings problem, as one line that names the field."""
 
 
-class DbSettings(BaseModel):
+class _Section(BaseModel):
+    """A settings section: a misspelled key is an error, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class DbSettings(_Section):
     url: str = "sqlite+aiosqlite:///pitcrew.db"
     echo: bool = False
 
@@ -43,7 +49,7 @@ class DbSettings(BaseModel):
         return v
 
 
-class SlackSettings(BaseModel):
+class SlackSettings(_Section):
     mode: Literal["socket", "http"] = "socket"
     bot_token: SecretStr | None = None
     app_token: SecretStr | None = None
@@ -64,7 +70,7 @@ class SlackSettings(BaseModel):
         return need
 
 
-class HostSettings(BaseModel):
+class HostSettings(_Section):
     name: str
     address: str
     port: int = Field(default=22, ge=1, le=65535)
@@ -106,7 +112,7 @@ class HostSettings(BaseModel):
         return v.rstrip("/")
 
 
-class PolicySettings(BaseModel):
+class PolicySettings(_Section):
     # Slack user id or group name -> role; "*" is everyone's default role.
     roles: dict[str, Role] = Field(default_factory=lambda: {"*": "admin"})
     # channel id -> host names allowed from it; a channel not listed may use every host.
@@ -124,7 +130,7 @@ class PolicySettings(BaseModel):
     stop_timeout_s: float = Field(default=180.0, gt=0)
 
 
-class BenchSettings(BaseModel):
+class BenchSettings(_Section):
     concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16])
     requests_per_level: int = Field(default=32, ge=1, le=100_000)
     warmup: int = Field(default=2, ge=0, le=1000)
