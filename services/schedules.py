@@ -56,6 +56,13 @@ def build_trigger(trigger: dict[str, Any]) -> Any:
 
 def missed_runs(trigger: dict[str, Any], since: datetime, now: datetime, limit: int = 100) -> list[datetime]:
     """Fire times strictly after `since` and before `now` (what a stopped bot missed)."""
+    if trigger.get("kind") == "interval":
+        step = timedelta(seconds=int(trigger["every_seconds"]))
+        times, t = [], since + step
+        while t < now and len(times) < limit:
+            times.append(t)
+            t += step
+        return times
     trig = build_trigger(trigger)
     out: list[datetime] = []
     prev: datetime | None = None
