@@ -58,7 +58,8 @@ def missed_runs(trigger: dict[str, Any], since: datetime, now: datetime, limit: 
     """Fire times strictly after `since` and before `now` (what a stopped bot missed)."""
     if trigger.get("kind") == "interval":
         step = timedelta(seconds=int(trigger["every_seconds"]))
-        times, t = [], since + step
+        times: list[datetime] = []
+        t = since + step
         while t < now and len(times) < limit:
             times.append(t)
             t += step
