@@ -57,3 +57,29 @@ async def test_json_columns_round_trip(db: Database) -> None:
         got = (await s.execute(select(Job))).scalar_one()
     assert got.params == params
     assert got.id >= 1
+
+
+async def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    import pytest
+
+    from services.errors import Conflict
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'one.db'}"
+    first = Database(url)
+    first.lock_single_process()
+    try:
+        with pytest.raises(Conflict, match="another pitcrew process is already using"):
+            Database(url).lock_single_process()
+        code = ("import sys; from services.db import Database\n"
+                "try:\n    Database(sys.argv[1]).lock_single_process()\n"
+                "except Exception as e:\n    print(e); sys.exit(3)\n")
+        p = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 3 and "use PostgreSQL for several replicas" in p.stdout
+    finally:
+        await first.close()
+    second = Database(url)
+    second.lock_single_process()  # free again once the first one closed
+    await second.close()
