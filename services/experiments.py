@@ -20,7 +20,7 @@ from services.bench_process import run_benchmark_isolated
 from services.benchmark import BenchSpec
 from services.deploy import ReadyReport, StartFailed, UnitOps
 from services.diagnosis import Diagnosis, SideEvidence, diagnose
-from services.errors import Conflict, DeployFailed, JobCancelled, UserInputError
+from services.errors import BenchmarkError, Conflict, DeployFailed, JobCancelled, UserInputError
 from services.events import EventBus
 from services.evidence import gather_side_evidence
 from services.hosts import HostPool
@@ -293,10 +293,31 @@ class Experiments:
             if await ctx.cancel_requested():
                 cancel.set()
 
-        async with ctx.step("benchmark") as d:
-            result = await run_benchmark_isolated(spec, progress=on_progress, probe="sglang", cancel=cancel)
-            data = result.doc
-            d["levels"] = [lv["concurrency"] for lv in data["levels"]]
+        over_limit = asyncio.Event()
+
+        async def limit() -> None:  # BenchSpec.timeout_s bounds each request; this bounds the whole run
+            await asyncio.sleep(b.max_duration_s)
+            over_limit.set()
+            cancel.set()
+
+        limiter = asyncio.create_task(limit())
+        try:
+            async with ctx.step("benchmark") as d:
+                result = await run_benchmark_isolated(spec, progress=on_progress, probe="sglang", cancel=cancel)
+                data = result.doc
+                d["levels"] = [lv["concurrency"] for lv in data["levels"]]
+        finally:
+            limiter.cancel()
+        attempted = sum(int(lv.get("requests") or 0) for lv in result.levels)
+        answered = attempted - sum(int(lv.get("failed") or 0) for lv in result.levels)
+        if over_limit.is_set():
+            if answered <= 0:
+                raise BenchmarkError(f"the server on {host} answered none of the benchmark's requests within its "
+                                     f"limit of {b.max_duration_s:g} s (bench.max_duration_s): it accepts "
+                                     "connections but does not answer; nothing was recorded")
+            raise BenchmarkError(f"the benchmark on {host} was stopped at its limit of {b.max_duration_s:g} s "
+                                 f"(bench.max_duration_s) after {answered} answered requests; ask for fewer levels "
+                                 "or raise the limit")
         if result.cancelled:
             raise JobCancelled(f"job {ctx.job.id} was cancelled during the benchmark")
         crashed_at = None
@@ -308,6 +329,9 @@ class Experiments:
                         or st.active_state != "active":
                     crashed_at = int(lv["concurrency"])
                     break
+        if crashed_at is None and attempted and answered <= 0:
+            raise BenchmarkError(f"the server on {host} accepted the benchmark's connections but answered none of "
+                                 f"its {attempted} requests (each waited {spec.timeout_s:g} s); nothing was recorded")
         model = result.model or ""
         kept = {**data, "levels": [lv for lv in data["levels"]
                                    if crashed_at is None or lv["concurrency"] < crashed_at]}
