@@ -105,7 +105,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
                               policy=exp_policy, bench=bench, notices=incidents)
     jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=experiments.pipeline,
                      lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host)
-    JobNotifier(bus, outbox, results)
+    JobNotifier(bus, outbox, results, describe_host=experiments.describe_live)
     schedules = Schedules(db, audit)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
                     host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules)
