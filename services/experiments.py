@@ -116,6 +116,15 @@ class Experiments:
     def ops(self, host: str) -> UnitOps:
         return UnitOps(self.hosts.get(host), time_scale=self.policy.time_scale)
 
+    async def describe_host(self, host: str) -> str:
+        """What is live on `host` now: unit state and the recorded revision it runs (for interrupted jobs)."""
+        ops = self.ops(host)
+        st = await ops.state()
+        text = await ops.read_unit()
+        rev = await self.revisions.observe(host, ops.unit, text)
+        return (f"{ops.unit} is {st.active_state}/{st.sub_state} (restarts {st.n_restarts}) on revision {rev.id} "
+                f"({_short_label(read_exec_start(text).argv)}); nothing was re-run")
+
     # ---- previews ---------------------------------------------------------------------------
     async def preview(self, host: str, changes: dict[str, str]) -> Preview:
         ops = self.ops(host)

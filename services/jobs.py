@@ -127,13 +127,14 @@ class JobRunner:
 
     def __init__(self, db: Database, bus: EventBus, audit: AuditLog, *, holder: str, host_names: list[str],
                  pipeline: Pipeline, lease_ttl_s: float = 30.0, max_queued_per_host: int = 10,
-                 poll_s: float = 1.0) -> None:
+                 poll_s: float = 1.0, describe_host: Callable[[str], Awaitable[str]] | None = None) -> None:
         self.db = db
         self.bus = bus
         self.audit = audit
         self.holder = holder
         self.hosts = list(host_names)
         self.pipeline = pipeline
+        self.describe_host = describe_host
         self.leases = Leases(db, ttl_s=lease_ttl_s)
         self.max_queued = max_queued_per_host
         self.poll_s = poll_s
@@ -190,7 +191,14 @@ class JobRunner:
             async with self.db.session() as s:
                 await s.execute(delete(Lease).where(Lease.name == f"host:{job.host}", Lease.job_id == job.id))
         info = await self.get(job.id)
-        await self.bus.publish(JobFinished(info.ref(), "interrupted", info.error))
+        found = ""
+        if self.describe_host is not None:
+            try:
+                found = await asyncio.wait_for(self.describe_host(job.host), 30)
+            except Exception as e:  # the report is best effort; the job is marked either way
+                found = f"its state could not be read ({type(e).__name__})"
+        summary = info.error + (f". Found on {job.host}: {found}" if found else "")
+        await self.bus.publish(JobFinished(info.ref(), "interrupted", summary, {"host_state": found}))
         return info
 
     async def _reap_orphans(self, host: str, current: int) -> None:
