@@ -1,0 +1,121 @@
+"""`pitcrew serve` as its own process in HTTP mode, the fake Slack Web API and the simulated host:
+a signed `/pitcrew try 4 steps`, a click on Confirm, and the job's message, progress and thread table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import aiohttp
+
+from simhost.fake_slack import FakeSlack
+from simhost.host import SimHost
+
+SECRET = "e2e-signing-secret-0123456789abcdef"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _signed(body: str) -> dict[str, str]:
+    import hashlib
+    import hmac
+
+    ts = str(int(time.time()))
+    sig = "v0=" + hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig,
+            "Content-Type": "application/x-www-form-urlencoded"}
+
+
+async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp_path: Path) -> None:
+    fake = FakeSlack()
+    fake.add_user("U1", "alice")
+    fake.add_channel("C1", "gpu-ops")
+    await fake.start()
+    proc = None
+    try:
+        async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=0.01) as sim:
+            info = sim.info
+            port = _free_port()
+            host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
+                    "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
+                    "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
+            env = {**os.environ, "PITCREW_SLACK__MODE": "http", "PITCREW_SLACK__BOT_TOKEN": fake.token,
+                   "PITCREW_SLACK__SIGNING_SECRET": SECRET, "PITCREW_SLACK__API_BASE_URL": fake.base_url,
+                   "PITCREW_SLACK__HTTP_HOST": "127.0.0.1", "PITCREW_SLACK__HTTP_PORT": str(port),
+                   "PITCREW_SLACK__ALERT_CHANNEL": "C1",
+                   "PITCREW_DB__URL": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
+                   "PITCREW_HOSTS": json.dumps([host]),
+                   "PITCREW_BENCH": json.dumps({"concurrency": [1], "requests_per_level": 3, "warmup": 1,
+                                                "input_len": 32, "output_len": 48})}
+            log = (tmp_path / "serve.log").open("wb")
+            proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env,
+                                                        cwd=tmp_path, stdout=log, stderr=log)
+            url = f"http://127.0.0.1:{port}"
+            async with aiohttp.ClientSession() as http:
+                for _ in range(200):
+                    try:
+                        async with http.get(f"{url}/healthz") as r:
+                            if r.status == 200:
+                                break
+                    except aiohttp.ClientError:
+                        pass
+                    await asyncio.sleep(0.1)
+                body = urllib.parse.urlencode({
+                    "team_id": "T0001", "channel_id": "C1", "channel_name": "gpu-ops", "user_id": "U1",
+                    "user_name": "alice", "command": "/pitcrew", "text": "try 4 steps", "api_app_id": "A1",
+                    "response_url": "http://127.0.0.1:9/resp", "trigger_id": "t1"})
+                t0 = time.monotonic()
+                async with http.post(f"{url}/slack/events", data=body, headers=_signed(body)) as r:
+                    assert r.status == 200
+                assert time.monotonic() - t0 < 3.0
+                await fake.wait_for(lambda f: any(m.metadata and m.metadata.get("event_payload", {})
+                                                  .get("key") == "job:1" for m in f.messages), timeout=60)
+                parent = next(m for m in fake.messages
+                              if m.metadata and m.metadata["event_payload"]["key"] == "job:1")
+                assert "--speculative-num-steps 5 -> 4" in json.dumps(parent.blocks) or "steps" in parent.text
+                confirm = None
+                for block in parent.blocks or []:
+                    for el in block.get("elements", []) if block.get("type") == "actions" else []:
+                        if "Confirm" in json.dumps(el.get("text", {})):
+                            confirm = el
+                assert confirm is not None, parent.blocks
+                payload = {"type": "block_actions", "team": {"id": "T0001", "domain": "fake"},
+                           "user": {"id": "U1", "username": "alice", "team_id": "T0001"}, "api_app_id": "A1",
+                           "trigger_id": "t2", "container": {"type": "message", "message_ts": parent.ts,
+                                                             "channel_id": "C1", "is_ephemeral": False},
+                           "channel": {"id": "C1", "name": "gpu-ops"},
+                           "message": {"ts": parent.ts, "text": parent.text, "blocks": parent.blocks},
+                           "actions": [{**confirm, "action_ts": str(time.time())}],
+                           "response_url": "http://127.0.0.1:9/resp"}
+                click = urllib.parse.urlencode({"payload": json.dumps(payload)})
+                async with http.post(f"{url}/slack/events", data=click, headers=_signed(click)) as r:
+                    assert r.status == 200
+                await fake.wait_for(lambda f: any(m.thread_ts == parent.ts and m.blocks and any(
+                    b.get("type") in ("table", "rich_text") for b in m.blocks) for m in f.messages), timeout=90)
+                def shown(m: object) -> str:
+                    return str(getattr(m, "text", "")) + json.dumps(getattr(m, "blocks", None))
+
+                await fake.wait_for(lambda f: "succeeded" in shown(next(
+                    m for m in f.messages if m.ts == parent.ts)), timeout=30)
+                parent = next(m for m in fake.messages if m.ts == parent.ts)
+                assert parent.edits >= 2  # progress edited in place, then the final state
+                assert not fake.duplicates()
+            assert "--speculative-num-steps 4" in Path(sim.unit_path).read_text()
+    finally:
+        if proc is not None and proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 20)
+            except TimeoutError:
+                proc.kill()
+        await fake.stop()
