@@ -21,10 +21,19 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from services.audit import AuditActor, AuditLog
 from services.db import Database
-from services.errors import Conflict, JobCancelled, NotAuthorized, NotFound, PitcrewError, RateLimited
+from services.errors import (
+    Conflict,
+    DatabaseUnavailable,
+    JobCancelled,
+    NotAuthorized,
+    NotFound,
+    PitcrewError,
+    RateLimited,
+)
 from services.events import EventBus
 from services.job_events import JobFinished, JobRef, JobStarted
 from services.leases import Leases
@@ -379,6 +388,11 @@ class JobRunner:
         except asyncio.CancelledError:
             heartbeat.cancel()
             raise
+        except (OSError, SQLAlchemyError) as e:
+            log.exception("job %s stopped: the database failed under it", job.id)
+            state, error = "failed", (f"the database became unavailable while this job ran ({type(e).__name__}); "
+                                      "it stopped there and was not re-run — check the host with `status`")
+            summary = error
         except Exception as e:
             log.exception("job %s crashed", job.id)
             state, error = "failed", f"internal error ({type(e).__name__}); see the bot's log"
@@ -386,14 +400,29 @@ class JobRunner:
         finally:
             heartbeat.cancel()
             self._running.pop(job.host, None)
-        async with self.db.session() as s:
-            await s.execute(update(Job).where(Job.id == job.id).values(
-                state=state, summary=summary, error=error, result=_jsonable(result), finished_at=utcnow()))
-            await self.audit.record(s, actor=AuditActor("pitcrew", "pitcrew", "internal"),
-                                    action=f"job-{state}", host=job.host,
-                                    detail={"job": job.id, "seconds": round(time.monotonic() - t0, 2)},
-                                    outcome=state)
+        await self._record_end(job, state, summary, error, result, round(time.monotonic() - t0, 2))
         await self.bus.publish(JobFinished(job.ref(), state, summary, result))
+
+    async def _record_end(self, job: JobInfo, state: str, summary: str, error: str, result: dict[str, Any],
+                          seconds: float, *, give_up_after_s: float = 600.0) -> None:
+        """Write a job's final state; while the database is away, retry (a job must never stay `running`)."""
+        delay, t_end = 0.25, time.monotonic() + give_up_after_s
+        while True:
+            try:
+                async with self.db.session() as s:
+                    await s.execute(update(Job).where(Job.id == job.id).values(
+                        state=state, summary=summary, error=error, result=_jsonable(result), finished_at=utcnow()))
+                    await self.audit.record(s, actor=AuditActor("pitcrew", "pitcrew", "internal"),
+                                            action=f"job-{state}", host=job.host,
+                                            detail={"job": job.id, "seconds": seconds}, outcome=state)
+                return
+            except (DatabaseUnavailable, OSError, SQLAlchemyError) as e:
+                if time.monotonic() > t_end:
+                    raise
+                log.warning("could not record the end of job %s (%s); retrying in %.1f s", job.id,
+                            type(e).__name__, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def _heartbeat(self, host: str) -> None:
         interval = max(self.leases.ttl_s / 3, 0.05)
