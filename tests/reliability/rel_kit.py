@@ -209,3 +209,59 @@ async def start_sim_proc(sim_dir: Path, *, scale: float = 0.002, scenario: str =
     p = Proc(proc)
     await p.wait_event(lambda e: "ssh_port" in e, within=60)
     return p
+
+
+class CuttableProxy:
+    """A TCP proxy to ``target`` on 127.0.0.1:0 whose link can be cut (open connections reset, new ones
+    refused) and restored — a database that goes away and comes back, without touching the real server."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.down = False
+        self.port = 0
+        self._server: asyncio.AbstractServer | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.down:
+            writer.close()
+            return
+        try:
+            up_r, up_w = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self._writers |= {writer, up_w}
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(Exception):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            with contextlib.suppress(Exception):
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
+        self._writers -= {writer, up_w}
+
+    def cut(self) -> None:
+        self.down = True
+        for w in list(self._writers):
+            with contextlib.suppress(Exception):
+                w.transport.abort()
+        self._writers.clear()
+
+    def restore(self) -> None:
+        self.down = False
+
+    async def close(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
