@@ -106,7 +106,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=experiments.pipeline,
                      lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host,
                      describe_host=experiments.describe_host)
-    JobNotifier(bus, outbox, results, describe_host=experiments.describe_live)
+    JobNotifier(bus, outbox, results)
     schedules = Schedules(db, audit)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
                     host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules)

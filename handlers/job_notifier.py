@@ -7,7 +7,6 @@ its thread. Progress edits are throttled so a chat service's rate limits are res
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -28,7 +27,6 @@ class JobNotifier:
         self.results = results
         self.min_interval_s = min_interval_s
         self.describe_host = describe_host
-        self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[int, float] = {}
         bus.subscribe(JobStarted, self.on_started)
         bus.subscribe(JobProgressed, self.on_progress)
@@ -84,15 +82,6 @@ class JobNotifier:
             await self.outbox.send(f"job:{e.job.id}:end", Reply(text=f"{icon} {e.summary}",
                                                                 tone=TERMINAL_TONE.get(e.state, "info")),  # type: ignore[arg-type]
                                    channel=e.job.channel, thread_of=f"job:{e.job.id}")
-        if e.state == "interrupted" and self.describe_host is not None:
-            task = asyncio.create_task(self._tell_found(e.job))  # reading the host must not hold up recovery
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _tell_found(self, job: JobRef) -> None:
-        found = await self.describe_host(job.host)
-        await self.outbox.send(f"job:{job.id}:found", Reply(text=f"🔎 {found}", tone="info"), channel=job.channel,
-                               thread_of=f"job:{job.id}")
 
     async def _sweep_summary(self, e: JobFinished, result: dict[str, Any]) -> None:
         text = (f"Sweep of {result.get('short')}: best *{result.get('best')}* — {result.get('criterion')}.\n"

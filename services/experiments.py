@@ -20,7 +20,7 @@ from services.bench_process import run_benchmark_isolated
 from services.benchmark import BenchSpec
 from services.deploy import ReadyReport, StartFailed, UnitOps
 from services.diagnosis import Diagnosis, SideEvidence, diagnose
-from services.errors import BenchmarkError, Conflict, DeployFailed, JobCancelled, PitcrewError, UserInputError
+from services.errors import BenchmarkError, Conflict, DeployFailed, JobCancelled, UserInputError
 from services.events import EventBus
 from services.evidence import gather_side_evidence
 from services.hosts import HostPool
@@ -131,20 +131,6 @@ class Experiments:
         text = await ops.read_unit()
         plan = apply_changes(read_exec_start(text).argv, changes)
         return Preview(host, ops.unit_path, tuple(format_change(c) for c in plan.diff), plan.notes, plan.changed)
-
-    async def describe_live(self, host: str) -> str:
-        """What the host runs now, in one line (told in an interrupted job's thread after a restart)."""
-        ops = self.ops(host)
-        try:
-            async with asyncio.timeout(30):
-                state = await ops.state()
-                text = await ops.read_unit()
-                rev = await self.revisions.observe(host, ops.unit, text, by="observed")
-        except (PitcrewError, TimeoutError, OSError) as e:
-            return f"pitcrew could not read {host} just now ({str(e)[:120] or type(e).__name__})"
-        good = ", known-good" if rev.known_good else ""
-        return (f"{host} now: {ops.unit} {state.active_state}/{state.sub_state}, {state.n_restarts} restarts; "
-                f"its unit is revision {rev.id} ({_short_label(read_exec_start(text).argv)}{good})")
 
     # ---- the entry point for the job runner ---------------------------------------------------
     async def pipeline(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
