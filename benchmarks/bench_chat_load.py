@@ -14,7 +14,7 @@ with a `bench c=64` job running its benchmark the whole time. Two phases, each `
 Loop lag is sampled every 10 ms in the bot's loop during both. Goals: every ack within Slack's 3 s,
 ack p99 < 100 ms, loop lag p99 < 50 ms. Loopback only, bounded in time and count.
 
-    .venv/bin/python benchmarks/bench_chat_load.py [--rate 200] [--seconds 3]
+    .venv/bin/python benchmarks/bench_chat_load.py [--rate 200] [--seconds 3] [--db postgresql+asyncpg://…/db]
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ async def router_phase(core: Any, rate: float, seconds: float) -> list[float]:
     return lat
 
 
-async def run(rate: float, seconds: float, scale: float) -> dict[str, Any]:
+async def run(rate: float, seconds: float, scale: float, db_url: str | None = None) -> dict[str, Any]:
     from rel_kit import RelBot, job_id_of, settings_for
     from sqlalchemy import select
 
@@ -114,7 +114,7 @@ async def run(rate: float, seconds: float, scale: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         async with AsyncExitStack() as stack:
             sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", time_scale=scale))
-            settings = settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db", bench=BENCH,
+            settings = settings_for(sim.info, db_url or f"sqlite+aiosqlite:///{tmp}/bot.db", bench=BENCH,
                                     policy={"user_commands_per_minute": 30})
             core = await build_core(settings, stack, transport="test", time_scale=scale, watch_journals=False,
                                     start_scheduler=False)
@@ -149,14 +149,17 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--time-scale", type=float, default=0.01)
+    ap.add_argument("--db", default=None, help="database URL (default: a SQLite file in a temporary directory); "
+                                               "a PostgreSQL database must be empty or pitcrew's own")
     args = ap.parse_args()
-    res = asyncio.run(run(args.rate, args.seconds, args.time_scale))
+    res = asyncio.run(run(args.rate, args.seconds, args.time_scale, args.db))
     sl = res["slack"]
     ack = [x * 1000 for x in sl["server_ack"]]
     client = [x * 1000 for x in sl["lat"]]
     lag_s = [x * 1000 for x in res["slack_lag"]]
     rt = [x * 1000 for x in res["router"]]
     lag_r = [x * 1000 for x in res["router_lag"]]
+    print(f"database: {(args.db or 'sqlite (temporary file)').split('@')[-1]}")
     print(f"chat load: {args.rate:.0f} commands/s for {args.seconds:.0f} s per phase (status/history, 50 users), "
           f"benchmark at C=64 running throughout (job state at the end: {res['bench_state_at_end']})")
     print(f"slack phase: {sl['n']} slash commands fired in {sl['fired_s']:.2f} s; HTTP statuses "

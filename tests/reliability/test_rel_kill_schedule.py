@@ -8,7 +8,8 @@ one deploy and one of each step per job), every interrupted job is marked and to
 no step is left `running`, no lease is held, and the host's unit file is a recorded revision.
 
 The number of cycles is ``REL_KILL_CYCLES`` (default 8 — the folder stays fast; the figure in
-docs/RELIABILITY.md is from a larger N) and the seed ``REL_KILL_SEED`` (default 8).
+docs/RELIABILITY.md is from a larger N), the seed ``REL_KILL_SEED`` (default 8), and the engine
+``REL_KILL_DB`` (``sqlite``, the default, or ``postgresql`` with PITCREW_TEST_PG_URL set).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import random
 from pathlib import Path
 
-from rel_kit import start_bot_proc, start_sim_proc
+from rel_kit import drop_pg_database, make_pg_database, start_bot_proc, start_sim_proc
 from sqlalchemy import select
 
 from services.db import Database
@@ -29,12 +30,13 @@ from services.models import AuditEvent, Job, JobStep, Lease, OutboxMessage, Unit
 SCALE = 0.002
 CYCLES = int(os.environ.get("REL_KILL_CYCLES", "8"))
 SEED = int(os.environ.get("REL_KILL_SEED", "8"))
+ENGINE = os.environ.get("REL_KILL_DB", "sqlite")
 BENCH = {"concurrency": [1], "requests_per_level": 2, "warmup": 0, "input_len": 16, "output_len": 32}
 
 
 async def test_kill9_at_random_points_across_try_rollback_cycles(tmp_path: Path) -> None:
     rng = random.Random(SEED)
-    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}" if ENGINE == "sqlite" else await make_pg_database()
     sim = await start_sim_proc(tmp_path / "sim", scale=SCALE)
     host_json = tmp_path / "sim" / "host.json"
     started: collections.Counter[int] = collections.Counter()
@@ -64,6 +66,7 @@ async def test_kill9_at_random_points_across_try_rollback_cycles(tmp_path: Path)
         await sim.stop()
 
     db = Database(url)
+    stack_drop = url if ENGINE != "sqlite" else None
     try:
         async with db.sessions() as s:
             jobs = (await s.execute(select(Job).order_by(Job.id))).scalars().all()
@@ -75,6 +78,8 @@ async def test_kill9_at_random_points_across_try_rollback_cycles(tmp_path: Path)
             revisions = (await s.execute(select(UnitRevision))).scalars().all()
     finally:
         await db.close()
+        if stack_drop:
+            await drop_pg_database(stack_drop)
 
     assert kills >= 1 and len(jobs) >= CYCLES // 2
     states = collections.Counter(j.state for j in jobs)
@@ -92,5 +97,5 @@ async def test_kill9_at_random_points_across_try_rollback_cycles(tmp_path: Path)
     assert leases == []
     sha = hashlib.sha256(live_unit.encode()).hexdigest()
     assert sha in {r.sha256 for r in revisions}, "the host ended on an unrecorded unit file"
-    print(f"cycles={CYCLES} seed={SEED} kills={kills} jobs={len(jobs)} states={dict(states)} "
+    print(f"engine={ENGINE} cycles={CYCLES} seed={SEED} kills={kills} jobs={len(jobs)} states={dict(states)} "
           f"failed: {[(j.id, j.command_text, j.summary) for j in jobs if j.state == 'failed']}")
