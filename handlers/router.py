@@ -76,30 +76,31 @@ class Router:
     async def dispatch(self, msg: ChatMessage) -> Reply:
         actor = audit_actor(msg)
         cmd: Command | None = None
+        outcome, note = "ok", ""
         try:
             self.limiter.check(msg.actor.user_id)
             cmd = grammar.parse(msg.text)
             role = require(msg.actor, cmd, self.policy)
             handler = self._handlers[type(cmd)]
             reply: Reply = await handler(self, msg, cmd, role)
-            await self._audit(actor, msg, cmd, "ok")
-            return reply
         except (NotAuthorized, RateLimited) as e:
-            await self._audit(actor, msg, cmd, "refused", str(e))
-            return Reply(text=f"Not done: {e}", tone="error", ephemeral=True)
+            outcome, note = "refused", str(e)
+            reply = Reply(text=f"Not done: {e}", tone="error", ephemeral=True)
         except PitcrewError as e:
-            await self._audit(actor, msg, cmd, "rejected", str(e))
-            return Reply(text=str(e), tone="error" if not isinstance(e, UserInputError) else "warning",
-                         ephemeral=isinstance(e, UserInputError))
+            outcome, note = "rejected", str(e)
+            reply = Reply(text=str(e), tone="error" if not isinstance(e, UserInputError) else "warning",
+                          ephemeral=isinstance(e, UserInputError))
         except Exception:
             ref = uuid.uuid4().hex[:8]
             log.exception("command failed [ref %s]: %r", ref, msg.text[:200])
-            try:
-                await self._audit(actor, msg, cmd, "error", f"ref {ref}")
-            except Exception:
-                log.exception("could not audit the failure [ref %s]", ref)
-            return Reply(text=f"Something went wrong on our side (reference {ref}); the details are in the "
-                              "bot's log.", tone="error")
+            outcome, note = "error", f"ref {ref}"
+            reply = Reply(text=f"Something went wrong on our side (reference {ref}); the details are in the "
+                               "bot's log.", tone="error")
+        try:
+            await self._audit(actor, msg, cmd, outcome, note)
+        except Exception as e:  # the answer stands; the missing audit row is in the log
+            log.error("could not audit %r (%s): %s", msg.text[:200], outcome, type(e).__name__)
+        return reply
 
     async def _audit(self, actor: AuditActor, msg: ChatMessage, cmd: Command | None, outcome: str,
                      detail: str = "") -> None:

@@ -43,18 +43,29 @@ class Database:
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self._lock_fd: int | None = None
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on success, rolled back on error."""
         try:
-            async with self.sessions() as s, s.begin():
+            async with self._sessionmaker() as s, s.begin():
                 yield s
-        except (OperationalError, DBAPIError) as e:
-            if _is_connection_error(e):
-                raise DatabaseUnavailable("the database is not answering; retrying") from e
+        except (OperationalError, DBAPIError, OSError) as e:
+            if isinstance(e, OSError) or _is_connection_error(e):
+                raise DatabaseUnavailable("the database is not answering; pitcrew keeps retrying") from e
+            raise
+
+    @asynccontextmanager
+    async def sessions(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads (no explicit transaction); a lost database becomes `DatabaseUnavailable`."""
+        try:
+            async with self._sessionmaker() as s:
+                yield s
+        except (OperationalError, DBAPIError, OSError) as e:
+            if isinstance(e, OSError) or _is_connection_error(e):
+                raise DatabaseUnavailable("the database is not answering; pitcrew keeps retrying") from e
             raise
 
     async def migrate(self) -> None:

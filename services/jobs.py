@@ -203,7 +203,7 @@ class JobRunner:
         found = ""
         if self.describe_host is not None:
             try:
-                found = await asyncio.wait_for(self.describe_host(job.host), 30)
+                found = await asyncio.wait_for(self.describe_host(job.host), 10)
             except Exception as e:  # the report is best effort; the job is marked either way
                 found = f"its state could not be read ({type(e).__name__})"
         summary = info.error + (f". Found on {job.host}: {found}" if found else "")
