@@ -387,6 +387,10 @@ class JobRunner:
             result = dict(e.fields.get("result") or {})
         except asyncio.CancelledError:
             heartbeat.cancel()
+            # the bot is shutting down mid-job: say so now (the thread is told on the next delivery)
+            # rather than leave it "running" until another process recovers the host
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._mark_interrupted(job, free_lease=False)), 5)
             raise
         except (OSError, SQLAlchemyError) as e:
             log.exception("job %s stopped: the database failed under it", job.id)
