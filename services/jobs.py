@@ -382,6 +382,11 @@ class JobRunner:
         except JobCancelled as e:
             state, summary = "cancelled", e.message
             result = dict(e.fields.get("result") or {})
+        except DatabaseUnavailable as e:
+            log.warning("job %s stopped: the database failed under it", job.id)
+            state, error = "failed", (f"the database became unavailable while this job ran ({e.message}); "
+                                      "it stopped there and was not re-run — check the host with `status`")
+            summary = error
         except PitcrewError as e:
             state, error, summary = "failed", e.message, e.message
             result = dict(e.fields.get("result") or {})
