@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import httpx
 
 from services.errors import DeployFailed, HostError
-from services.evidence import parse_show
 from services.hosts import Host
 from services.journal_format import JournalEntry, parse_entry
+from services.journal_types import parse_show
 from services.sglang_log import Capacity, is_ready_line, parse_capacity
 from services.systemd_log import SystemdEvent, classify
 

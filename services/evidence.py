@@ -24,6 +24,7 @@ import orjson
 
 from services.errors import HostError, PitcrewError
 from services.hosts import Host
+from services.journal_types import parse_show
 
 log = logging.getLogger("pitcrew.evidence")
 
@@ -71,15 +72,6 @@ def split_sections(text: str) -> dict[str, str]:
         if current is not None:
             current.append(line)
     return {k: "\n".join(v) for k, v in out.items()}
-
-
-def parse_show(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key and " " not in key:
-            out[key] = value
-    return out
 
 
 def parse_apps(text: str) -> list[dict[str, Any]]:
