@@ -20,7 +20,7 @@ from services.bench_process import run_benchmark_isolated
 from services.benchmark import BenchSpec
 from services.deploy import ReadyReport, StartFailed, UnitOps
 from services.diagnosis import Diagnosis, SideEvidence, diagnose
-from services.errors import BenchmarkError, Conflict, DeployFailed, JobCancelled, UserInputError
+from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInputError
 from services.events import EventBus
 from services.evidence import gather_side_evidence
 from services.hosts import HostPool
@@ -137,12 +137,12 @@ class Experiments:
         kind = ctx.job.kind
         if kind == "try":
             return await self.run_try(ctx)
-        if kind == "bench":
-            return await self.run_bench(ctx)
-        if kind == "rollback":
-            return await self.run_rollback(ctx)
-        if kind == "kill-stale":
-            return await self.run_kill_stale(ctx)
+        if kind in ("bench", "rollback", "kill-stale"):
+            from services import maintenance
+
+            run = {"bench": maintenance.run_bench, "rollback": maintenance.run_rollback,
+                   "kill-stale": maintenance.run_kill_stale}[kind]
+            return await run(self, ctx)
         if kind == "sweep":
             from services.sweeps import run_sweep
 
@@ -272,8 +272,10 @@ class Experiments:
                     raise DeployFailed(
                         f"GPU memory on {host} is still held after the stop by {holders}. It blocks the new "
                         f"start; clear it with `kill-stale {host} {report.holders[0].pid}` (confirmed and audited)")
+                from services.maintenance import kill_pid
+
                 for h in report.holders:
-                    await self.kill_pid(ctx, host, h.pid)
+                    await kill_pid(self, ctx, host, h.pid)
         await ctx.checkpoint()
         async with ctx.step("start") as d:
             await self.audit.record(None, actor=actor, action="start", host=host, detail={"job": ctx.job.id})
@@ -389,86 +391,6 @@ class Experiments:
         return diagnose(entries, SideEvidence.from_json(side), unit=ops.unit)
 
     # ---- bench, rollback, kill-stale -------------------------------------------------------------
-    async def run_bench(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
-        ops = self.ops(ctx.job.host)
-        levels = tuple(ctx.job.params.get("concurrency") or self.bench_defaults.concurrency)
-        rev = await self.observe_live(ctx)
-        await ops.prove_serving(deadline_s=60.0)
-        argv = read_exec_start(rev.text).argv
-        label = ctx.job.params.get("label") or _short_label(argv)
-        run, crashed_at = await self.benchmark(ctx, ops, levels, label=label, revision_id=rev.id, capacity={})
-        prev = await self.results.previous(ctx.job.host, run.model, before_id=run.id)
-        v = verdict(run, prev)
-        await self.bus.publish(JobResultsReady(ctx.job.ref(), run.id, prev.id if prev else None, v,
-                                               partial=crashed_at is not None))
-        if crashed_at is not None:
-            raise DeployFailed(f"the server on {ctx.job.host} crashed under load at C={crashed_at}",
-                               result={"run_id": run.id})
-        return f"benchmark of {label}: {v}", {"run_id": run.id, "verdict": v}
-
-    async def run_rollback(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
-        host = ctx.job.host
-        ops = self.ops(host)
-        target_id = ctx.job.params.get("to_revision")
-        if target_id is not None:
-            target = await self.revisions.get(int(target_id), host=host)
-        else:
-            good = await self.revisions.last_known_good(host, ops.unit)
-            before = await self._before_last_deploy(host)
-            # after an incident, undo pitcrew's last deploy; asked by a person, prefer the last known-good
-            order = (before, good) if ctx.job.params.get("after_incident") else (good, before)
-            found = next((r for r in order if r is not None), None)
-            if found is None:
-                raise Conflict(f"{host} has no known-good revision yet; name one with `rollback {host} to <id>`")
-            target = found
-        current_text = await ops.read_unit()
-        await self.revisions.observe(host, ops.unit, current_text)
-        state = await ops.state()
-        if current_text == target.text and state.active_state == "active":
-            return f"{host} already runs revision {target.id}; nothing to roll back", {"revision": target.id}
-        await self.deploy(ctx, ops, target.text, target, action="rollback",
-                          detail={"to_revision": target.id, "reason": ctx.job.params.get("reason", "requested")})
-        await self.revisions.mark_known_good(target.id)
-        return f"{host} rolled back to revision {target.id} and serving", {"revision": target.id}
-
-    async def _before_last_deploy(self, host: str) -> Revision | None:
-        """The revision that was live before pitcrew's most recent deploy on `host`."""
-        recs = await self.audit.query(AuditQuery(host=host, actions=("deploy",), newest_first=True, limit=1))
-        rev_id = recs[0].detail.get("from_revision") if recs else None
-        return await self.revisions.get(int(rev_id), host=host) if isinstance(rev_id, int) else None
-
-    async def kill_pid(self, ctx: JobContext, host: str, pid: int) -> None:
-        h = self.hosts.get(host)
-        await self.audit.record(None, actor=self._actor(ctx), action="kill", host=host,
-                                detail={"pid": pid, "job": ctx.job.id})
-        await h.run(["kill", "-TERM", str(pid)], timeout=10.0, sudo=h.spec.sudo)
-        for _ in range(20):
-            res = await h.run(["kill", "-0", str(pid)], timeout=10.0, sudo=h.spec.sudo)
-            if not res.ok:
-                return
-            await asyncio.sleep(0.25)
-        await h.run(["kill", "-KILL", str(pid)], timeout=10.0, sudo=h.spec.sudo)
-
-    async def run_kill_stale(self, ctx: JobContext) -> tuple[str, dict[str, Any]]:
-        host = ctx.job.host
-        pid = int(ctx.job.params["pid"])
-        ops = self.ops(host)
-        state = await ops.state()
-        if state.main_pid == pid:
-            raise Conflict(f"pid {pid} is the unit's own main process on {host}; use `rollback` or stop it, "
-                           "kill-stale only clears leftovers")
-        holders = {a.pid for a in await ops.gpu_apps()}
-        if pid not in holders:
-            raise Conflict(f"pid {pid} holds no GPU memory on {host}; nothing to clear")
-        async with ctx.step("kill-stale") as d:
-            await self.kill_pid(ctx, host, pid)
-            left = {a.pid for a in await ops.gpu_apps()}
-            d["still_holding"] = sorted(left)
-        if pid in left:
-            raise DeployFailed(f"pid {pid} on {host} still holds GPU memory after SIGKILL")
-        return f"pid {pid} on {host} ended; its GPU memory is free", {"pid": pid}
-
-
 def _capacity_json(ready: ReadyReport | None) -> dict[str, Any]:
     if ready is None or ready.capacity is None:
         return {}
