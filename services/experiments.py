@@ -24,8 +24,8 @@ from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInpu
 from services.events import EventBus
 from services.evidence import gather_side_evidence
 from services.hosts import HostPool
+from services.job_context import JobContext
 from services.job_events import JobProgressed, JobResultsReady
-from services.jobs import JobContext
 from services.results import Results, RunSummary, verdict
 from services.revisions import Revision, Revisions
 from services.sglang_flags import FlagPlan, apply_changes, format_change, resolve_flag

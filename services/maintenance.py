@@ -13,8 +13,8 @@ from typing import Any
 from services.audit import AuditQuery
 from services.errors import Conflict, DeployFailed
 from services.experiments import Experiments, _short_label
+from services.job_context import JobContext
 from services.job_events import JobResultsReady
-from services.jobs import JobContext
 from services.results import verdict
 from services.revisions import Revision
 from services.units import read_exec_start

@@ -13,8 +13,8 @@ from typing import Any
 
 from services.errors import DeployFailed, PitcrewError
 from services.experiments import Experiments, TrialOutcome, label_for
+from services.job_context import JobContext
 from services.job_events import JobProgressed
-from services.jobs import JobContext
 from services.results import PLATEAU_PCT
 from services.sglang_flags import resolve_flag
 
