@@ -32,7 +32,7 @@ Try:  [bold]status[/bold]   ·   [bold]try 4 steps[/bold]   ·   [bold]sweep ste
 [bold]try 10 steps[/bold] (the field notes' crash loop)   ·   [bold]help[/bold]
 Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave."""
 
-DEMO_BENCH = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 128, "output_len": 64}
+DEMO_BENCH = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 128, "output_len": 128}
 
 
 def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> Any:
