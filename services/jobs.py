@@ -280,15 +280,15 @@ class JobRunner:
                                   .values(state="running", started_at=utcnow()))
             if res.rowcount != 1:  # type: ignore[attr-defined]
                 return  # cancelled or taken meanwhile
-        job = await self.get(job.id)
         self._running[job.host] = job.id
-        await self.bus.publish(JobStarted(job.ref()))
         ctx = JobContext(self, job)
         heartbeat = asyncio.create_task(self._heartbeat(job.host))
         state, summary, error = "failed", "", ""
         result: dict[str, Any] = {}
         t0 = time.monotonic()
         try:
+            ctx.job = job = await self.get(job.id)
+            await self.bus.publish(JobStarted(job.ref()))
             summary, result = await self.pipeline(ctx)
             state = "succeeded"
         except JobCancelled as e:
