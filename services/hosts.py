@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Protocol
 
 from services.errors import NotFound, UserInputError
+from services.redact import redact
 
 _FORBIDDEN_CHARS = {"\x00": "a NUL", "\n": "a newline", "\r": "a carriage return"}
 
@@ -142,24 +143,6 @@ def check_remote_path(remote_path: str) -> tuple[str, str]:
     if not base:
         raise UserInputError("the remote path must name a file, not a directory")
     return directory or "/", base
-
-
-_SECRET_PATTERNS = (
-    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.S),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]+"),
-    re.compile(r"\bxapp-[A-Za-z0-9-]+"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"(?i)--[\w-]*(api-key|token|secret|password)[= ]\S+"),
-    re.compile(r"(?i)(api[_-]?key|token|secret|password)\s*[=:]\s*\S+"),
-)
-
-
-def redact(text: str) -> str:
-    """Mask obvious secrets (private keys, Slack tokens, bearer tokens, API keys) in ``text``."""
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub("[redacted]", text)
-    return text
 
 
 def stderr_tail(stderr: str, *, max_chars: int = 400) -> str:

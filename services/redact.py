@@ -31,7 +31,7 @@ _TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
     re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
 )
-_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{12,})")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{8,})")
 _AUTH_HEADER = re.compile(
     r"(?i)\b(authorization|x-api-key|api-key)(\s*[:=]\s*)(?!bearer\b|basic\b)([^\s\"',;]+)"
 )

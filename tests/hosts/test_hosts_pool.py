@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from services.errors import CommandFailed, HostUnreachable, NotFound, UserInputError
-from services.hosts import HostPool, HostSpec, check_argv, check_remote_path, quote_argv, redact
+from services.hosts import HostPool, HostSpec, check_argv, check_remote_path, quote_argv
+from services.redact import redact
 from services.ssh_host import SshHost
 
 
@@ -67,12 +68,12 @@ def test_remote_path_checks():
 
 def test_redact_masks_secrets():
     text = (
-        "token xoxb-1234-5678-abcdef and xapp-1-A0-99 Authorization: Bearer abc.def.ghi "
+        "token xoxb-1234-5678-abcdef and xapp-1-A0123456789-99 Authorization: Bearer abc.def.ghi "
         "--api-key sk-0123456789abcdefghij api_key=hunter2\n"
         "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAB3Nza\n-----END OPENSSH PRIVATE KEY-----\nafter"
     )
     masked = redact(text)
-    for secret in ("xoxb-1234", "xapp-1", "abc.def.ghi", "sk-0123", "hunter2", "AAAAB3Nza"):
+    for secret in ("xoxb-1234", "xapp-1-A0123", "abc.def.ghi", "sk-0123", "hunter2", "AAAAB3Nza"):
         assert secret not in masked
     assert masked.endswith("after")
 
