@@ -207,17 +207,17 @@ STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a s
 async def _host_state(r: Router, host: str) -> tuple[str, str, str]:
     ops = r.domain.experiments.ops(host)
     st = await asyncio.wait_for(ops.state(), 15)
-    from services.experiments import _short_label
+    from services.experiments import config_label
     from services.units import read_exec_start
 
-    config = _short_label(read_exec_start(await asyncio.wait_for(ops.read_unit(), 15)).argv)
+    config = config_label(read_exec_start(await asyncio.wait_for(ops.read_unit(), 15)).argv)
     return f"{st.active_state}/{st.sub_state}", str(st.n_restarts), config
 
 
 async def _host_state_shared(r: Router, host: str) -> tuple[str, str, str]:
     """`_host_state`, shared by concurrent callers and reused for `STATUS_HOST_TTL_S` when it succeeded
     (200 `status` commands a second must not become 400 SSH commands a second)."""
-    cache: dict[str, tuple[float, asyncio.Future[tuple[str, str, str]]]] = r.__dict__.setdefault("_host_states", {})
+    cache = r.host_states
     now = time.monotonic()
     hit = cache.get(host)
     if hit is None or now - hit[0] > STATUS_HOST_TTL_S or (hit[1].done() and hit[1].exception() is not None):

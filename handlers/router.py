@@ -8,6 +8,7 @@ with a short reference id that is in the log, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import logging
 import uuid
@@ -53,6 +54,8 @@ class Router:
         self.domain = domain
         self.policy = policy
         self.limiter = RateLimiter(policy.commands_per_minute)
+        # host -> (read at, shared read of its unit state): concurrent `status` callers share one SSH read
+        self.host_states: dict[str, tuple[float, asyncio.Future[tuple[str, str, str]]]] = {}
         self._handlers = HANDLERS
 
     def resolve_host(self, msg: ChatMessage, host: str | None) -> str:

@@ -8,7 +8,7 @@ session so the audit row commits in the same transaction as the change it descri
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -65,7 +65,6 @@ class AuditQuery:
     actor_id: str | None = None
     limit: int = 1000
     newest_first: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class AuditLog:

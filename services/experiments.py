@@ -29,7 +29,7 @@ from services.job_events import JobProgressed, JobResultsReady
 from services.results import Results, RunSummary, verdict
 from services.revisions import Revision, Revisions
 from services.sglang_flags import FlagPlan, apply_changes, format_change, resolve_flag
-from services.units import read_exec_start, rewrite_exec_start
+from services.units import get_flag, read_exec_start, rewrite_exec_start
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class Experiments:
         text = await ops.read_unit()
         rev = await self.revisions.observe(host, ops.unit, text)
         return (f"{ops.unit} is {st.active_state}/{st.sub_state} (restarts {st.n_restarts}) on revision {rev.id} "
-                f"({_short_label(read_exec_start(text).argv)}); nothing was re-run")
+                f"({config_label(read_exec_start(text).argv)}); nothing was re-run")
 
     # ---- previews ---------------------------------------------------------------------------
     async def preview(self, host: str, changes: dict[str, str]) -> Preview:
@@ -399,8 +399,7 @@ def _capacity_json(ready: ReadyReport | None) -> dict[str, Any]:
             "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb}
 
 
-def _short_label(argv: tuple[str, ...]) -> str:
-    from services.units import get_flag
-
+def config_label(argv: tuple[str, ...]) -> str:
+    """A short name for a unit's configuration in tables ("steps 5")."""
     steps = get_flag(argv, "--speculative-num-steps")
     return f"steps {steps}" if steps else "current config"

@@ -12,7 +12,7 @@ from typing import Any
 
 from services.audit import AuditQuery
 from services.errors import Conflict, DeployFailed
-from services.experiments import Experiments, _short_label
+from services.experiments import Experiments, config_label
 from services.job_context import JobContext
 from services.job_events import JobResultsReady
 from services.results import verdict
@@ -26,7 +26,7 @@ async def run_bench(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, A
     rev = await exp.observe_live(ctx)
     await ops.prove_serving(deadline_s=60.0)
     argv = read_exec_start(rev.text).argv
-    label = ctx.job.params.get("label") or _short_label(argv)
+    label = ctx.job.params.get("label") or config_label(argv)
     run, crashed_at = await exp.benchmark(ctx, ops, levels, label=label, revision_id=rev.id, capacity={})
     prev = await exp.results.previous(ctx.job.host, run.model, before_id=run.id)
     v = verdict(run, prev)
