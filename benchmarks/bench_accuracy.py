@@ -1,7 +1,7 @@
 """Accuracy of pitcrew's benchmark client against the known-truth streaming server.
 
 For 1 and 5.5 tokens per SSE chunk and C = 1, 4, 16, 64, runs `run_benchmark` against a fresh
-`simhost.truth_server` process and compares each measured request with the server's own record
+`support.truth_server` process and compares each measured request with the server's own record
 of it (same monotonic clock: arrival, first and last chunk written), and with the nominal
 parameters (TTFT 50 ms, 100 tok/s per stream). Prints one row per case.
 
@@ -14,12 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
+from pathlib import Path
 from typing import Any
 
-from services.bench_stats import LevelResult
-from services.benchmark import BenchSpec, run_benchmark
-from simhost.truth_launch import truth_server
-from simhost.truth_plan import TruthParams, truth_for
+from services.bench.runner import BenchSpec, run_benchmark
+from services.bench.stats import LevelResult
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+from support.truth_launch import truth_server
+from support.truth_plan import TruthParams, truth_for
 
 TTFT_S = 0.05
 RATE = 100.0

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_fleet
 
-import services.incidents as incidents
+import services.incidents.monitor as incidents
 
 
 def instrument() -> dict[str, list[float]]:

@@ -17,9 +17,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
+from pathlib import Path
 
-from services.benchmark import BenchSpec, run_benchmark
-from simhost.truth_launch import truth_server
+from services.bench.runner import BenchSpec, run_benchmark
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+from support.truth_launch import truth_server
 
 
 async def step(c: int, rate: float, tpc: float, output_len: int) -> bool:

@@ -107,7 +107,7 @@ async def run(rate: float, seconds: float, scale: float, db_url: str | None = No
     from sqlalchemy import select
 
     from bot.app import build_core
-    from services.models import JobStep
+    from services.store.models import JobStep
     from simhost.host import SimHost
 
     out: dict[str, Any] = {}

@@ -5,7 +5,7 @@ SGLang Decode/Prefill/access lines, uvicorn lines, systemd manager messages ever
 byte-array MESSAGE every ~1000 lines, a null MESSAGE, a few non-JSON lines), then times, best of N:
 
 * baseline: open the file, `orjson.loads` every line (result dropped: the cheapest possible baseline);
-* ingest:   the parsing stage of `pitcrew diagnose`: `services.journal_format.iter_entries` over the open
+* ingest:   the parsing stage of `pitcrew diagnose`: `services.journal.entries.iter_entries` over the open
             file (every line to a `JournalEntry`, bad lines counted and skipped);
 * full:     `bot.cli_diagnose.diagnose_file` — what `pitcrew diagnose` runs: ingest and diagnosis in one
             streaming pass (memory does not grow with the file);
@@ -121,7 +121,7 @@ def baseline(path: Path) -> tuple[float, int]:
 
 
 def ingest(path: Path) -> tuple[float, int]:
-    from services.journal_format import ParseStats, iter_entries
+    from services.journal.entries import ParseStats, iter_entries
 
     stats = ParseStats()
     t0 = time.perf_counter()

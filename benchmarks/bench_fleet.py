@@ -162,12 +162,12 @@ class Bot:
         from handlers.contract import Reply
         from handlers.incident_view import IncidentNotifier
         from services.events import EventBus
-        from services.hosts import HostSpec
-        from services.incident_types import IncidentOpened
-        from services.incidents import IncidentMonitor
-        from services.journal_fleet import JournalSupervisor
-        from services.outbox import OutboxStore
-        from services.ssh_host import SshHost
+        from services.hosts.contract import HostSpec
+        from services.hosts.ssh import SshHost
+        from services.incidents.monitor import IncidentMonitor
+        from services.incidents.types import IncidentOpened
+        from services.journal.fleet import JournalSupervisor
+        from services.store.outbox import OutboxStore
 
         self.hosts = {s["name"]: SshHost(HostSpec(**{**s, "client_key": Path(s["client_key"]),
                                                      "known_hosts": Path(s["known_hosts"])}))
@@ -223,8 +223,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def measure(hosts: int, loops: int, interval: float, *, sequential: bool, window_s: float) -> dict[str, Any]:
-    from services.db import Database
-    from services.incident_types import IncidentPolicy
+    from services.incidents.types import IncidentPolicy
+    from services.store.db import Database
 
     with tempfile.TemporaryDirectory(prefix="pitcrew-fleet-") as tmp:
         root = Path(tmp)

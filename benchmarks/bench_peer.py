@@ -40,7 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simhost.truth_launch import TruthServer, truth_server
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+from support.truth_launch import TruthServer, truth_server
 
 TTFT_S = 0.05
 RATE = 100.0

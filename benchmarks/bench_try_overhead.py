@@ -47,7 +47,7 @@ def _ts(entry: dict[str, Any]) -> datetime:
 
 
 def _phases(entries: list[dict[str, Any]], t_from: datetime, t_to: datetime) -> dict[str, datetime]:
-    from services.sglang_log import is_ready_line
+    from services.journal.sglang import is_ready_line
 
     out: dict[str, datetime] = {}
     for e in entries:
@@ -69,7 +69,7 @@ async def run(tries: int, scale: float) -> dict[str, Any]:
     from sqlalchemy import select
 
     from bot.app import build_core
-    from services.models import BenchRun, JobStep
+    from services.store.models import BenchRun, JobStep
     from simhost.host import SimHost
 
     rows = []

@@ -22,17 +22,12 @@ from bot.settings import Settings
 from handlers.auth import Policy
 from handlers.job_notifier import JobNotifier
 from handlers.router import Domain, Router
-from services.audit import AuditLog
-from services.db import Database
 from services.events import EventBus
-from services.experiments import BenchDefaults, ExperimentPolicy, Experiments
+from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, job_pipeline
 from services.hosts import HostPool, HostSpec
 from services.jobs import JobRunner
-from services.leases import Leases
-from services.outbox import OutboxStore
-from services.results import Results
-from services.revisions import Revisions
-from services.schedules import Schedules
+from services.store import AuditLog, Database, Leases, OutboxStore, Schedules
+from services.units import Revisions
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +98,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
         incidents = watch.monitor
     experiments = Experiments(hosts=hosts, revisions=revisions, results=results, audit=audit, bus=bus,
                               policy=exp_policy, bench=bench, notices=incidents)
-    jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=experiments.pipeline,
+    jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=job_pipeline(experiments),
                      lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host,
                      describe_host=experiments.describe_host)
     JobNotifier(bus, outbox, results)
@@ -138,8 +133,8 @@ async def _start_incidents(settings: Settings, stack: AsyncExitStack, **deps: An
 
 
 def _wire_auto_rollback(core: Core) -> None:
-    from services.audit import AuditActor
-    from services.incident_types import AutoRollbackRequested
+    from services.incidents import AutoRollbackRequested
+    from services.store import AuditActor
 
     async def on_request(e: Any) -> None:
         if any(j.kind == "rollback" for j in await core.jobs.queue(e.host)):

@@ -67,7 +67,7 @@ def migrate(ctx: click.Context) -> None:
     settings = load(ctx)
 
     async def go() -> None:
-        from services.db import Database
+        from services.store import Database
 
         db = Database(settings.db.url)
         try:

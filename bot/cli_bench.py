@@ -2,7 +2,7 @@
 
 Owns the command's flags, the live progress line (rich, on stderr), the final table (or the
 JSON document with `--json`) and the mapping of bad input to one clear line and exit status 2.
-The measuring itself is `services.benchmark.run_benchmark`, the same function the experiment
+The measuring itself is `services.bench.runner.run_benchmark`, the same function the experiment
 pipeline calls.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from services.bench_stats import BenchResult
+    from services.bench import BenchResult
 
 
 def _levels(text: str) -> tuple[int, ...]:
@@ -78,7 +78,7 @@ def render_table(result: BenchResult) -> None:
 async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
     from rich.console import Console
 
-    from services.benchmark import BenchProgress, run_benchmark
+    from services.bench import BenchProgress, run_benchmark
 
     err = Console(stderr=True)
     live = err.is_terminal and not as_json
@@ -129,8 +129,7 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
           duration: float | None, warmup: int, input_len: int, output_len: int, prompts: str | None,
           seed: int, timeout: float, metrics: str, as_json: bool) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop, per concurrency level)."""
-    from services.bench_probes import SglangMetricsProbe, VllmMetricsProbe
-    from services.benchmark import BenchSpec
+    from services.bench import BenchSpec, SglangMetricsProbe, VllmMetricsProbe
     from services.errors import BenchmarkError
 
     try:

@@ -19,7 +19,7 @@ def diagnose_file(path: str, side: Any = None, *, unit: str | None = None) -> tu
     does not grow with the journal. Raises OSError when the file cannot be read.
     """
     from services.diagnosis import diagnose as run_diagnosis
-    from services.journal_format import ParseStats, iter_entries
+    from services.journal import ParseStats, iter_entries
 
     stats = ParseStats()
     with open(path, "rb") as fh:

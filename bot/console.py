@@ -19,8 +19,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from handlers.contract import Actor, Button, ChatMessage, Reply, Table
-from services.outbox import MessageRef, OutboxItem
 from services.redact import redact
+from services.store import MessageRef, OutboxItem
 
 TRANSPORT = "console"
 EMOJI = {":rotating_light:": "🚨", ":white_check_mark:": "✅", ":warning:": "⚠️", ":mute:": "🔇",

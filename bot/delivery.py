@@ -1,6 +1,6 @@
 """The generic outbox delivery loop (transport-agnostic) and the `Outbox` adapter over the store.
 
-Every outgoing message is first a row in the outbox (`services.outbox.OutboxStore`). One loop per
+Every outgoing message is first a row in the outbox (`services.store.outbox.OutboxStore`). One loop per
 transport claims due items, hands each to that transport's `Deliverer`, and marks it sent (the
 store then remembers which transport message the key became) or failed with a retry delay:
 exponential backoff with jitter, never shorter than a rate limit's ``Retry-After``. An item is
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from handlers.contract import Reply
 
 if TYPE_CHECKING:
-    from services.outbox import MessageRef, OutboxItem, OutboxStore
+    from services.store import MessageRef, OutboxItem, OutboxStore
 
 log = logging.getLogger(__name__)
 

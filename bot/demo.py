@@ -49,7 +49,7 @@ async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, qui
     incident open and every unit running without a new restart for `quiet_s`."""
     t_end = time.monotonic() + timeout_s
     quiet_since: float | None = None
-    last: tuple[Any, ...] | None = None
+    last: list[tuple[str, str, int, int]] | None = None
     while time.monotonic() < t_end:
         busy = bool(await core.jobs.queue()) or await core.store.depth(TRANSPORT) > 0
         if not busy and settle_incidents:

@@ -10,9 +10,8 @@ from datetime import UTC, datetime, timedelta
 import click
 import orjson
 
-from services.audit import AuditLog, AuditQuery
-from services.db import Database
 from services.errors import UserInputError
+from services.store import AuditLog, AuditQuery, Database
 
 _SPAN = re.compile(r"^(\d{1,6})([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

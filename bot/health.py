@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import func, select
 
-from services.models import Incident, Job
+from services.store import Incident, Job
 
 
 class LoopLag:

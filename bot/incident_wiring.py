@@ -1,6 +1,6 @@
 """Wiring of the incident watch: the fleet's journal followers and incident monitor, and their notifier.
 
-Built by the composition root when hosts are configured: `services.incident_watch` follows each host
+Built by the composition root when hosts are configured: `services.incidents.watch` follows each host
 whose `journal:<host>` lease this process holds (so several bot processes share a fleet, and one
 takes over when another dies) and turns entries into incidents; the `IncidentNotifier` sends alerts,
 their thread updates and resolutions through the outbox to the alert channel.
@@ -15,8 +15,7 @@ from typing import Any
 
 from bot.settings import Settings
 from handlers.incident_view import IncidentNotifier
-from services.incident_types import IncidentPolicy
-from services.incident_watch import IncidentWatch, build_incident_watch
+from services.incidents import IncidentPolicy, IncidentWatch, build_incident_watch
 
 
 async def start_incident_watch(settings: Settings, stack: AsyncExitStack, *, db: Any, bus: Any, audit: Any,

@@ -15,9 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from handlers.contract import Actor, ChatMessage, Reply
-from services.leases import Leases
-from services.models import utcnow
-from services.schedules import ScheduleInfo, Schedules, build_trigger, missed_runs
+from services.store import Leases, ScheduleInfo, Schedules, build_trigger, missed_runs, utcnow
 
 log = logging.getLogger(__name__)
 

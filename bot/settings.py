@@ -112,9 +112,13 @@ class HostSettings(_Section):
         return v.rstrip("/")
 
 
+def _default_roles() -> dict[str, Role]:
+    return {"*": "admin"}
+
+
 class PolicySettings(_Section):
     # Slack user id or group name -> role; "*" is everyone's default role.
-    roles: dict[str, Role] = Field(default_factory=lambda: {"*": "admin"})
+    roles: dict[str, Role] = Field(default_factory=_default_roles)
     # channel id -> host names allowed from it; a channel not listed may use every host.
     channel_hosts: dict[str, list[str]] = Field(default_factory=dict)
     confirm: list[str] = Field(default_factory=lambda: ["try", "sweep", "rollback", "kill-stale"])

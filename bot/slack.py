@@ -33,8 +33,8 @@ from bot.render import ACTION_PREFIX, escape_mrkdwn, render_click_receipt
 from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
-from services.outbox import OutboxStore
 from services.redact import redact
+from services.store import OutboxStore
 
 log = logging.getLogger(__name__)
 

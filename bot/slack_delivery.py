@@ -25,10 +25,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.delivery import RetryLater
 from bot.render import SlackMessage, render_plain_fallback, render_reply
 from handlers.contract import Attachment, Reply
-from services.outbox import MessageRef
+from services.store import MessageRef
 
 if TYPE_CHECKING:
-    from services.outbox import OutboxItem
+    from services.store import OutboxItem
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from bot.settings import ConfigError, SlackSettings
 from bot.slack import Dispatch, SlackBot, missing_settings_message
 from bot.slack_client import build_web_client
-from services.outbox import OutboxStore
+from services.store import OutboxStore
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,9 @@ from handlers.commands import (
     Try,
     Unschedule,
 )
-from handlers.contract import Actor
+from handlers.contract import Actor, ChatMessage
 from services.errors import NotAuthorized, RateLimited
+from services.store import AuditActor
 
 ROLES = ("viewer", "experimenter", "operator", "admin")
 
@@ -107,3 +108,8 @@ class RateLimiter:
             wait = 60.0 - (now - q[0])
             raise RateLimited(f"slow down: at most {self.per_minute} commands a minute; try again in {wait:.0f} s")
         q.append(now)
+
+
+def audit_actor(msg: ChatMessage) -> AuditActor:
+    """Who the audit log names for a chat message: the person, their transport and the channel."""
+    return AuditActor(msg.actor.user_id, msg.actor.name, msg.actor.transport, msg.channel)

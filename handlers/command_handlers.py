@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from handlers import views
-from handlers.auth import at_least, check_channel_host
+from handlers.auth import at_least, audit_actor, check_channel_host
 from handlers.commands import (
     Ack,
     Again,
@@ -47,17 +47,11 @@ if TYPE_CHECKING:
 Handler = Callable[["Router", ChatMessage, Any, str], Awaitable[Reply]]
 
 
-def _actor(msg: ChatMessage) -> Any:
-    from handlers.router import audit_actor
-
-    return audit_actor(msg)
-
-
 async def _submit(r: Router, msg: ChatMessage, *, kind: str, host: str, params: dict[str, Any], what: str,
                   command_text: str, diff: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Reply:
     d = r.domain
     needs = kind in r.policy.confirm
-    job = await d.jobs.submit(kind=kind, host=host, params=params, actor=_actor(msg), command_text=command_text,
+    job = await d.jobs.submit(kind=kind, host=host, params=params, actor=audit_actor(msg), command_text=command_text,
                               needs_confirmation=needs)
     position = await d.jobs.position(job.id)
     eta = await d.jobs.eta_s(host, kind, position)
@@ -94,7 +88,7 @@ async def do_again(r: Router, msg: ChatMessage, cmd: Again, role: str) -> Reply:
         if len(changes) != 1:
             raise UserInputError("that job changed several flags; say which: `again steps=12`")
         flag = next(iter(changes))
-        from services.sglang_flags import parse_value, resolve_flag
+        from services.units import parse_value, resolve_flag
 
         changes = {flag: parse_value(resolve_flag(flag), cmd.value)}
     else:
@@ -104,7 +98,7 @@ async def do_again(r: Router, msg: ChatMessage, cmd: Again, role: str) -> Reply:
 
 async def do_sweep(r: Router, msg: ChatMessage, cmd: Sweep, role: str) -> Reply:
     host = r.resolve_host(msg, cmd.host)
-    from services.sglang_flags import resolve_flag
+    from services.units import resolve_flag
 
     flag = resolve_flag(cmd.flag)
     params = {"flag": flag.name, "values": list(cmd.values),
@@ -161,7 +155,7 @@ async def do_confirm(r: Router, msg: ChatMessage, cmd: Confirm, role: str) -> Re
     if job.requested_by != msg.actor.user_id and not at_least(role, "operator"):
         raise NotAuthorized(f"only {job.requested_by_name or job.requested_by} or an operator can confirm job {job.id}")
     check_channel_host(msg.channel, job.host, r.policy)
-    job = await r.domain.jobs.confirm(job.id, _actor(msg))
+    job = await r.domain.jobs.confirm(job.id, audit_actor(msg))
     position = await r.domain.jobs.position(job.id)
     where = "starting now" if position == 0 else f"queue position {position + 1}"
     await r.domain.outbox.send(f"job:{job.id}", Reply(
@@ -172,12 +166,12 @@ async def do_confirm(r: Router, msg: ChatMessage, cmd: Confirm, role: str) -> Re
 
 async def do_deny(r: Router, msg: ChatMessage, cmd: Deny, role: str) -> Reply:
     job = await _pending(r, msg, cmd.token)
-    said = await r.domain.jobs.cancel(job.id, _actor(msg), may_cancel_others=at_least(role, "operator"))
+    said = await r.domain.jobs.cancel(job.id, audit_actor(msg), may_cancel_others=at_least(role, "operator"))
     return Reply(text=said[0].upper() + said[1:] + ".", ephemeral=True)
 
 
 async def do_cancel(r: Router, msg: ChatMessage, cmd: Cancel, role: str) -> Reply:
-    said = await r.domain.jobs.cancel(cmd.job_id, _actor(msg), may_cancel_others=at_least(role, "operator"))
+    said = await r.domain.jobs.cancel(cmd.job_id, audit_actor(msg), may_cancel_others=at_least(role, "operator"))
     return Reply(text=said[0].upper() + said[1:] + ".")
 
 
@@ -312,14 +306,14 @@ async def do_logs(r: Router, msg: ChatMessage, cmd: Logs, role: str) -> Reply:
 async def do_mute(r: Router, msg: ChatMessage, cmd: Mute, role: str) -> Reply:
     if r.domain.incidents is None:
         raise NotFound("incidents are not being watched in this process")
-    await r.domain.incidents.mute(cmd.incident_id, cmd.minutes, _actor(msg))
+    await r.domain.incidents.mute(cmd.incident_id, cmd.minutes, audit_actor(msg))
     return Reply(text=f"Incident {cmd.incident_id} muted for {cmd.minutes} min by {msg.actor.name}.")
 
 
 async def do_ack(r: Router, msg: ChatMessage, cmd: Ack, role: str) -> Reply:
     if r.domain.incidents is None:
         raise NotFound("incidents are not being watched in this process")
-    await r.domain.incidents.acknowledge(cmd.incident_id, _actor(msg))
+    await r.domain.incidents.acknowledge(cmd.incident_id, audit_actor(msg))
     return Reply(text=f"Incident {cmd.incident_id} acknowledged by {msg.actor.name}.")
 
 
@@ -338,7 +332,7 @@ async def do_schedule(r: Router, msg: ChatMessage, cmd: Schedule, role: str) -> 
     from dataclasses import asdict
 
     sid = await r.domain.schedules.add(trigger=asdict(cmd.cron), spec=cmd.cron.describe(),
-                                       command_text=cmd.command_text, actor=_actor(msg))
+                                       command_text=cmd.command_text, actor=audit_actor(msg))
     return Reply(text=f"Schedule {sid}: {cmd.cron.describe()} → `{cmd.command_text}`.")
 
 
@@ -355,7 +349,7 @@ async def do_schedules(r: Router, msg: ChatMessage, cmd: Schedules, role: str) -
 async def do_unschedule(r: Router, msg: ChatMessage, cmd: Unschedule, role: str) -> Reply:
     if r.domain.schedules is None:
         raise NotFound("the scheduler is not running in this process")
-    await r.domain.schedules.remove(cmd.schedule_id, _actor(msg))
+    await r.domain.schedules.remove(cmd.schedule_id, audit_actor(msg))
     return Reply(text=f"Schedule {cmd.schedule_id} removed.")
 
 

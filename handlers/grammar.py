@@ -3,7 +3,7 @@
 Owns `parse` (and `render`, its inverse: canonical text that parses back to the same command).
 Before any word is read, the whole text is checked: one line, plain ASCII, no shell
 metacharacters, quotes or NUL, at most `MAX_LEN` characters. Flags and values go through the
-SGLang flag schema (`services.sglang_flags`); host names, ids, concurrency levels, sweep sizes and
+SGLang flag schema (`services.units.sglang_flags`); host names, ids, concurrency levels, sweep sizes and
 durations are bounded here. Every refusal is a `UserInputError` (or `UnknownCommand`) whose message
 is one or two plain sentences.
 """
@@ -63,7 +63,7 @@ from handlers.grammar_args import (
 from handlers.grammar_render import render
 from handlers.grammar_time import parse_duration_minutes, parse_schedule_spec
 from services.errors import UnknownCommand, UserInputError
-from services.sglang_flags import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
+from services.units import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
 
 __all__ = ["HOST_RE", "MAX_CONCURRENCY", "MAX_LEN", "MAX_LEVELS", "MAX_SWEEP_VALUES", "parse", "parse_host", "render"]
 

@@ -11,7 +11,7 @@ import re
 
 from handlers.commands import Command
 from services.errors import UserInputError
-from services.sglang_flags import FlagDef, lookup_flag, parse_value, resolve_flag
+from services.units import FlagDef, lookup_flag, parse_value, resolve_flag
 
 __all__ = [
     "BOOL_WORDS", "FILLERS", "HOST_RE", "MAX_CONCURRENCY", "MAX_ID", "MAX_LEVELS", "MAX_SWEEP_VALUES", "NUM",

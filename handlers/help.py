@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from handlers.commands import COMMANDS, CommandInfo
 from services.errors import UserInputError
-from services.sglang_flags import FLAGS, flag_help_lines, lookup_flag
+from services.units import FLAGS, flag_help_lines, lookup_flag
 
 __all__ = ["help_text"]
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from handlers.contract import Button, Outbox, Reply, Tone
 from services.events import EventBus
-from services.incident_types import (
+from services.incidents import (
     RESOLVED,
     AutoRollbackRequested,
     IncidentAcknowledged,

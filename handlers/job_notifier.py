@@ -13,7 +13,7 @@ from typing import Any
 from handlers import views
 from handlers.contract import Attachment, Button, Outbox, Reply
 from services.events import EventBus
-from services.job_events import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
+from services.jobs import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
 
 TERMINAL_TONE = {"succeeded": "success", "failed": "error", "cancelled": "warning", "interrupted": "warning"}
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from handlers import grammar
-from handlers.auth import Policy, RateLimiter, check_channel_host, require
+from handlers.auth import Policy, RateLimiter, audit_actor, check_channel_host, require
+from handlers.command_handlers import HANDLERS
 from handlers.commands import Command
 from handlers.contract import ChatMessage, Outbox, Reply
-from services.audit import AuditActor, AuditLog
 from services.errors import NotAuthorized, PitcrewError, RateLimited, UserInputError
+from services.store import AuditActor, AuditLog
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +42,10 @@ class Domain:
     health: Any = None  # callable returning the bot's own health figures, or None
 
 
-def audit_actor(msg: ChatMessage) -> AuditActor:
-    return AuditActor(msg.actor.user_id, msg.actor.name, msg.actor.transport, msg.channel)
-
-
 class Router:
     """Parse, authorize, audit, dispatch; turn every error into text."""
 
     def __init__(self, domain: Domain, policy: Policy) -> None:
-        from handlers.command_handlers import HANDLERS
-
         self.domain = domain
         self.policy = policy
         self.limiter = RateLimiter(policy.commands_per_minute)

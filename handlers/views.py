@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from handlers.contract import Button, Reply, Table
-from services.results import LevelFigures, RunSummary, pct
+from services.experiments import LevelFigures, RunSummary, pct
 
 STATE_ICON = {"queued": "⏳", "awaiting_confirmation": "❔", "running": "🔧", "succeeded": "✅", "failed": "❌",
               "cancelled": "🚫", "interrupted": "⚠️"}

@@ -1,10 +1,10 @@
-"""Alembic environment: always runs on a connection handed in by `services.db` (async-safe)."""
+"""Alembic environment: always runs on a connection handed in by `services.store.db` (async-safe)."""
 
 from __future__ import annotations
 
 from alembic import context
 
-from services.models import Base
+from services.store import Base
 
 target_metadata = Base.metadata
 
@@ -12,7 +12,7 @@ target_metadata = Base.metadata
 def run_migrations() -> None:
     connection = context.config.attributes.get("connection")
     if connection is None:
-        raise RuntimeError("run migrations through `pitcrew migrate` (services.db.Database.migrate)")
+        raise RuntimeError("run migrations through `pitcrew migrate` (services.store.db.Database.migrate)")
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -8,7 +8,7 @@ the same environment (given env + ``PATH=<path_prefix>:<system PATH>``; pass ``H
 bash from sourcing the real user's ``~/.bashrc``). Differences that are OpenSSH's own: sessions
 start in the user's home directory (not ``root``) under the user's login shell, SFTP is not
 confined, closing a channel does not end its process, and "signal" requests are refused for
-root logins (`services.ssh_host` copes with both). The returned `OpenSshServer` has the same
+root logins (`services.hosts.ssh` copes with both). The returned `OpenSshServer` has the same
 attributes and methods as `simhost.ssh.SimSshServer`, plus ``pid``, ``config`` and ``log``.
 """
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from simhost import gpu, procs, stdstream
 from simhost.journal import JournalWriter, clean_line
+from simhost.props import unit_properties
 from simhost.sdmsg import ManagerLog
 from simhost.unitfile import Unit, parse_unit
 
@@ -385,6 +386,4 @@ class Supervisor:
 
     # ---- properties -----------------------------------------------------------------------
     def properties(self) -> dict[str, str]:
-        from simhost.props import unit_properties
-
         return unit_properties(self)

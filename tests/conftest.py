@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from services.db import Database
+from services.store.db import Database
 
 PG_URL = os.environ.get("PITCREW_TEST_PG_URL", "")
+
+# Child processes the tests start (`python -m support.…`, helper scripts) import the test doubles too.
+_TESTS_DIR = str(Path(__file__).resolve().parent)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_TESTS_DIR, os.environ.get("PYTHONPATH", "")) if p)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

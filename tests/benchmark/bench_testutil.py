@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.bench_stats import LevelResult
+from services.bench.stats import LevelResult
 
 
 def slack_ms(lv: LevelResult) -> float:

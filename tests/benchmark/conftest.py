@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-
-from simhost.truth_launch import TruthServer, start_truth_server
+from support.truth_launch import TruthServer, start_truth_server
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bench_testutil import rel_slack, slack_ms
+from support.truth_plan import TruthParams, truth_for
 
-from services.benchmark import BenchSpec, run_benchmark
-from simhost.truth_plan import TruthParams, truth_for
+from services.bench.runner import BenchSpec, run_benchmark
 
 
 def _spec(url: str, **kw: object) -> BenchSpec:

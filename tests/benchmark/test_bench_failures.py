@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from services.benchmark import BenchSpec, run_benchmark
+from services.bench.runner import BenchSpec, run_benchmark
 from services.errors import BenchmarkError
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from services.bench_probes import SglangMetricsProbe, VllmMetricsProbe, parse_prometheus
-from services.bench_stats import RequestRecord, percentile, steady_decode_rate
-from services.benchmark import BenchSpec, run_benchmark
+from services.bench.probes import SglangMetricsProbe, VllmMetricsProbe, parse_prometheus
+from services.bench.runner import BenchSpec, run_benchmark
+from services.bench.stats import RequestRecord, percentile, steady_decode_rate
 
 LEVEL_KEYS = {"concurrency", "requests", "failed", "output_tokens", "duration_s", "output_tok_s",
               "request_per_s", "achieved_concurrency", "steady_decode_tok_s", "tokens_per_chunk",

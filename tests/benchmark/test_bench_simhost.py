@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.benchmark import BenchSpec, SglangMetricsProbe, run_benchmark
+from services.bench.runner import BenchSpec, SglangMetricsProbe, run_benchmark
 from simhost.host import SimHost
 from simhost.sglang.model import speed
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.sse import StreamState
+from services.bench.sse import StreamState
 
 ROLE = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null}\n\n'
 TEXT = b'data: {"choices":[{"index":0,"delta":{"content":" hi"}}],"usage":null}\n\n'

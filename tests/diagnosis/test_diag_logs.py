@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from services.diagnosis import detect_restart_loop
-from services.journal_format import JournalEntry
+from services.journal.entries import JournalEntry
+from services.journal.sglang import is_ready_line, parse_capacity, parse_decode, parse_prefill, signatures
+from services.journal.systemd import SystemdEvent, classify
 from services.redact import redact, redact_obj
-from services.sglang_log import is_ready_line, parse_capacity, parse_decode, parse_prefill, signatures
-from services.systemd_log import SystemdEvent, classify
 
 U = "sglang.service"
 

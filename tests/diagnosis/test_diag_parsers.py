@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.journal_format import JournalEntry, ParseStats, decode_message, iter_entries, parse_entry
+from services.journal.entries import JournalEntry, ParseStats, decode_message, iter_entries, parse_entry
 
 BASE = {
     "__CURSOR": "s=8c1d;i=1a;b=5f0e;m=3b9a;t=5f3c;x=9a8b",

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from bot.cli import main
 from services.diagnosis import CAUSES, Diagnosis, SideEvidence, diagnose
-from services.journal_format import iter_entries
+from services.journal.entries import iter_entries
 
 DATA = Path(__file__).parents[1] / "data" / "journals"
 
@@ -203,7 +203,7 @@ def _objects(name: str) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_same_cause_without_invocation_ids_and_in_systemd_257_shape(name: str) -> None:
-    from services.journal_format import entry_from_obj
+    from services.journal.entries import entry_from_obj
 
     extra = DATA / f"{name}.extra.json"
     side = SideEvidence.from_json(json.loads(extra.read_text())) if extra.exists() else None

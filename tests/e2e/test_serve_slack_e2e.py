@@ -14,8 +14,8 @@ import urllib.parse
 from pathlib import Path
 
 import aiohttp
+from support.fake_slack import FakeSlack
 
-from simhost.fake_slack import FakeSlack
 from simhost.host import SimHost
 
 SECRET = "e2e-signing-secret-0123456789abcdef"

@@ -22,7 +22,7 @@ from bot.app import Core, build_core
 from bot.delivery import run_delivery
 from bot.settings import load_settings
 from handlers.contract import Actor, ChatMessage, Reply
-from services.outbox import MessageRef, OutboxItem
+from services.store.outbox import MessageRef, OutboxItem
 
 TIME_SCALE = 0.01
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.audit import AuditActor, AuditLog, AuditQuery
-from services.db import Database
-from services.models import Job
+from services.store.audit import AuditActor, AuditLog, AuditQuery
+from services.store.db import Database
+from services.store.models import Job
 
 ALICE = AuditActor(id="U1", name="alice", transport="slack", channel="C1")
 

@@ -8,8 +8,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, select
 
-from services.db import Database
-from services.models import Base, Job, JournalCursor, Lease
+from services.store.db import Database
+from services.store.models import Base, Job, JournalCursor, Lease
 
 
 async def test_migrations_create_every_table(db: Database) -> None:
@@ -73,7 +73,7 @@ async def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path) -> None:
     try:
         with pytest.raises(Conflict, match="another pitcrew process is already using"):
             Database(url).lock_single_process()
-        code = ("import sys; from services.db import Database\n"
+        code = ("import sys; from services.store.db import Database\n"
                 "try:\n    Database(sys.argv[1]).lock_single_process()\n"
                 "except Exception as e:\n    print(e); sys.exit(3)\n")
         p = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, timeout=30)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from services.db import Database
-from services.leases import Leases
-from services.outbox import MessageRef, OutboxStore
+from services.store.db import Database
+from services.store.leases import Leases
+from services.store.outbox import MessageRef, OutboxStore
 
 
 async def test_versions_deliver_in_order_and_threads_wait_for_parent(db: Database) -> None:

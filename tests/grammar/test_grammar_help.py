@@ -8,7 +8,7 @@ from handlers.commands import COMMANDS
 from handlers.grammar import parse
 from handlers.help import help_text
 from services.errors import UserInputError
-from services.sglang_flags import FLAGS
+from services.units.sglang_flags import FLAGS
 
 
 def test_every_command_has_a_docstring_usage_and_examples_that_parse() -> None:

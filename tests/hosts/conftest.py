@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from services.hosts import HostSpec
-from services.ssh_host import SshHost
+from services.hosts.contract import HostSpec
+from services.hosts.ssh import SshHost
 from simhost.openssh import sshd_path, start_openssh_server
 from simhost.ssh import start_ssh_server
 

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from services.errors import CommandFailed, HostUnreachable, NotFound, UserInputError
-from services.hosts import HostPool, HostSpec, check_argv, check_remote_path, quote_argv
+from services.hosts.contract import HostSpec, check_argv, check_remote_path, quote_argv
+from services.hosts.pool import HostPool
+from services.hosts.ssh import SshHost
 from services.redact import redact
-from services.ssh_host import SshHost
 
 
 def _spec(name: str, **overrides: object) -> HostSpec:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from hosts_testutil import read, wait_dead
 
-from services.hosts import HostSpec
-from services.ssh_host import SshHost
+from services.hosts.contract import HostSpec
+from services.hosts.ssh import SshHost
 from simhost.openssh import sshd_path, start_openssh_server
 
 

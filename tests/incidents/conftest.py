@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from incidents_testkit import JournalHost, start_journal_host, stop_journal_host
 
-from services.db import Database
+from services.store.db import Database
 
 
 @pytest.fixture

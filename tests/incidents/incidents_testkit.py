@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handlers.contract import Reply
-from services.hosts import HostSpec
-from services.ssh_host import SshHost
+from services.hosts.contract import HostSpec
+from services.hosts.ssh import SshHost
 from simhost.journal import JournalWriter
 from simhost.ssh import SimSshServer, start_ssh_server
 from simhost.tools.install import install_tools

@@ -4,7 +4,7 @@ holders that belong to the unit's current instance (they are not stale)."""
 from __future__ import annotations
 
 from services.diagnosis import SideEvidence
-from services.evidence import MARK, config_hash, parse_evidence, unit_own_pids, without_own_gpu_apps
+from services.diagnosis.gather import MARK, config_hash, parse_evidence, unit_own_pids, without_own_gpu_apps
 
 OUTPUT = "\n".join([
     f"{MARK}show",

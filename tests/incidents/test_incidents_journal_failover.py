@@ -20,10 +20,10 @@ import pytest
 from incidents_testkit import UNIT, JournalHost, start_journal_host, stop_journal_host, wait_for
 from sqlalchemy import select
 
-from services.db import Database
-from services.journal_fleet import JournalSupervisor
-from services.journal_format import JournalEntry
-from services.models import Lease
+from services.journal.entries import JournalEntry
+from services.journal.fleet import JournalSupervisor
+from services.store.db import Database
+from services.store.models import Lease
 from simhost.journal import cursor_seqnum
 
 PG_URL = os.environ.get("PITCREW_TEST_PG_URL", "")
@@ -32,10 +32,10 @@ TTL, BEAT, FLUSH = 2.0, 0.5, 0.2
 _REPLICA = r"""
 import asyncio, json, sys
 from pathlib import Path
-from services.db import Database
-from services.hosts import HostSpec
-from services.journal_fleet import JournalSupervisor
-from services.ssh_host import SshHost
+from services.store.db import Database
+from services.hosts.contract import HostSpec
+from services.journal.fleet import JournalSupervisor
+from services.hosts.ssh import SshHost
 
 async def main():
     url, schema, specs, out_path = sys.argv[1], sys.argv[2] or None, json.loads(sys.argv[3]), sys.argv[4]

@@ -10,14 +10,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from incidents_testkit import UNIT, JournalHost, spawn_ssh_server, spec_for, start_journal_host, stop_journal_host
+from support.truth_launch import child_env
 
-from services.db import Database
 from services.errors import DatabaseUnavailable
 from services.events import EventBus
-from services.journal import HostContactLost, HostContactRestored, JournalFollower
-from services.journal_format import JournalEntry
-from services.models import JournalCursor
-from services.ssh_host import SshHost
+from services.hosts.ssh import SshHost
+from services.journal.entries import JournalEntry
+from services.journal.follower import HostContactLost, HostContactRestored, JournalFollower
+from services.store.db import Database
+from services.store.models import JournalCursor
 from simhost.journal import JournalWriter, cursor_seqnum
 
 
@@ -80,8 +81,8 @@ async def test_flood_with_20_connection_cuts_processes_every_entry_exactly_once(
         total, cuts = 100_000, 20
         chunk = total // cuts
         flood = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "simhost.journal_flood", str(root), UNIT, str(total),
-            stdout=asyncio.subprocess.PIPE)
+            sys.executable, "-m", "support.journal_flood", str(root), UNIT, str(total),
+            stdout=asyncio.subprocess.PIPE, env=child_env())
         for n in range(cuts):
             # cut while the follower is mid-stream: after it took some of this slice of the flood
             mark = base + n * chunk + chunk // 4

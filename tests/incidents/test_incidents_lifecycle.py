@@ -10,14 +10,14 @@ import pytest
 from incidents_testkit import RecordingOutbox
 
 from handlers.incident_view import IncidentNotifier, render_alert, render_logs
-from services.audit import AuditActor, AuditLog, AuditQuery
-from services.db import Database
 from services.errors import Conflict, NotFound, UserInputError
 from services.events import EventBus
-from services.hosts import Host
-from services.incident_types import IncidentOpened, IncidentPolicy, IncidentUpdated
-from services.incidents import IncidentMonitor
-from services.journal_format import JournalEntry, entry_from_obj
+from services.hosts.contract import Host
+from services.incidents.monitor import IncidentMonitor
+from services.incidents.types import IncidentOpened, IncidentPolicy, IncidentUpdated
+from services.journal.entries import JournalEntry, entry_from_obj
+from services.store.audit import AuditActor, AuditLog, AuditQuery
+from services.store.db import Database
 
 UNIT = "sglang.service"
 HOST = "gpu-2"

@@ -14,20 +14,20 @@ import httpx
 from incidents_testkit import RecordingOutbox, spec_from_sim, wait_for
 
 from handlers.incident_view import IncidentNotifier
-from services.audit import SYSTEM, AuditLog
-from services.db import Database
 from services.events import EventBus
-from services.hosts import Host
-from services.incident_types import (
+from services.hosts.contract import Host
+from services.hosts.ssh import SshHost
+from services.incidents.monitor import IncidentMonitor
+from services.incidents.types import (
     AutoRollbackRequested,
     IncidentOpened,
     IncidentPolicy,
     IncidentResolved,
     IncidentUpdated,
 )
-from services.incidents import IncidentMonitor
-from services.journal import JournalFollower
-from services.ssh_host import SshHost
+from services.journal.follower import JournalFollower
+from services.store.audit import SYSTEM, AuditLog
+from services.store.db import Database
 from simhost.host import SimHost
 
 UNIT = "sglang.service"

@@ -13,13 +13,13 @@ from pathlib import Path
 from incidents_testkit import RecordingOutbox, start_journal_host, stop_journal_host, wait_for
 
 from handlers.incident_view import IncidentNotifier
-from services.db import Database
 from services.events import EventBus
-from services.hosts import HostPool
-from services.incident_types import IncidentPolicy
-from services.incident_watch import build_incident_watch
-from services.journal import HostContactLost, HostContactRestored
-from services.leases import Leases
+from services.hosts.pool import HostPool
+from services.incidents.types import IncidentPolicy
+from services.incidents.watch import build_incident_watch
+from services.journal.follower import HostContactLost, HostContactRestored
+from services.store.db import Database
+from services.store.leases import Leases
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_fleet import _loop_entries

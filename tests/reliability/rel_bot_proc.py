@@ -37,7 +37,7 @@ async def main(args: argparse.Namespace) -> int:
 
     from bot.app import build_core
     from handlers.contract import Actor, ChatMessage
-    from services.job_events import JobFinished, JobStarted
+    from services.jobs.events import JobFinished, JobStarted
 
     info = args.info
     bench = json.loads(args.bench) if args.bench else None

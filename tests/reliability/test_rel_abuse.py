@@ -9,7 +9,7 @@ import time
 import pytest
 from rel_kit import job_id_of
 
-from services.audit import AuditQuery
+from services.store.audit import AuditQuery
 
 
 async def test_per_user_rate_limit(rel_bot) -> None:

@@ -11,7 +11,7 @@ import pytest
 from rel_kit import PG_URL, CuttableProxy, drop_pg_database, job_id_of, make_pg_database
 from sqlalchemy import func, select
 
-from services.models import Job, OutboxMessage
+from services.store.models import Job, OutboxMessage
 
 
 @pytest.mark.skipif(not PG_URL, reason="set PITCREW_TEST_PG_URL")

@@ -14,7 +14,7 @@ from rel_kit import TINY_BENCH, host_entry, read_journal, systemd_unit_sequence
 from bot.app import build_core
 from bot.settings import load_settings
 from handlers.contract import Actor, ChatMessage
-from services.audit import AuditQuery
+from services.store.audit import AuditQuery
 
 
 async def test_changed_host_key_is_refused_said_and_nothing_done(tmp_path: Path) -> None:

@@ -15,10 +15,10 @@ import pytest
 from rel_kit import host_entry
 
 from bot.settings import ConfigError, load_settings
-from services.audit import AuditQuery
 from services.errors import UserInputError
-from services.hosts import HostSpec
-from services.ssh_host import SshHost
+from services.hosts.contract import HostSpec
+from services.hosts.ssh import SshHost
+from services.store.audit import AuditQuery
 
 HOSTILE = [
     "try steps=4;touch /tmp/PWNED", "try steps=$(touch /tmp/PWNED)", "try steps=`touch /tmp/PWNED`",

@@ -14,8 +14,8 @@ import pytest
 from rel_kit import PG_URL, drop_pg_database, make_pg_database, start_bot_proc, start_sim_proc
 from sqlalchemy import func, select
 
-from services.db import Database
-from services.models import AuditEvent, Job, JobStep, OutboxMessage
+from services.store.db import Database
+from services.store.models import AuditEvent, Job, JobStep, OutboxMessage
 
 SCALE = 0.002
 LONG_BENCH = {"concurrency": [1], "requests_per_level": 4, "warmup": 0, "input_len": 16, "output_len": 400}

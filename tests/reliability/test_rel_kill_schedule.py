@@ -24,8 +24,8 @@ from pathlib import Path
 from rel_kit import drop_pg_database, make_pg_database, start_bot_proc, start_sim_proc
 from sqlalchemy import select
 
-from services.db import Database
-from services.models import AuditEvent, Job, JobStep, Lease, OutboxMessage, UnitRevision
+from services.store.db import Database
+from services.store.models import AuditEvent, Job, JobStep, Lease, OutboxMessage, UnitRevision
 
 SCALE = 0.002
 CYCLES = int(os.environ.get("REL_KILL_CYCLES", "8"))

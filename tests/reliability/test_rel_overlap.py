@@ -14,8 +14,8 @@ import itertools
 from rel_kit import check_no_interleaving, job_id_of, read_journal, systemd_unit_sequence
 from sqlalchemy import func, select
 
-from services.audit import AuditQuery
-from services.models import Job, Lease
+from services.store.audit import AuditQuery
+from services.store.models import Job, Lease
 
 N_TRIES = 20
 

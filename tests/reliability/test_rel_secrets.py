@@ -21,7 +21,7 @@ from pathlib import Path
 from rel_kit import job_id_of
 from sqlalchemy import select
 
-from services.models import OutboxMessage
+from services.store.models import OutboxMessage
 
 SLACK = "xoxb-2718281828-3141592653-QwErTyUiOpAsDfGhJkLzXcVb"
 KEY_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQ"

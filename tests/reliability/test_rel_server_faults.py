@@ -13,7 +13,7 @@ import time
 from rel_kit import job_id_of
 from sqlalchemy import select
 
-from services.models import BenchRun, JobStep, OutboxMessage
+from services.store.models import BenchRun, JobStep, OutboxMessage
 
 BENCH = {"concurrency": [1, 4], "requests_per_level": 8, "warmup": 0, "input_len": 16, "output_len": 200,
          "max_duration_s": 3.0}

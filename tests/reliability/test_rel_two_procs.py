@@ -28,8 +28,8 @@ from rel_kit import (
 )
 from sqlalchemy import select
 
-from services.db import Database
-from services.models import AuditEvent, Job
+from services.store.db import Database
+from services.store.models import AuditEvent, Job
 
 SCALE = 0.002
 

@@ -7,12 +7,12 @@ from typing import Any
 from handlers.auth import Policy
 from handlers.contract import Actor, ChatMessage, Reply
 from handlers.router import Domain, Router
-from services.audit import AuditLog
-from services.db import Database
 from services.events import EventBus
-from services.jobs import JobRunner
-from services.results import Results
-from services.revisions import Revisions
+from services.experiments.results import Results
+from services.jobs.runner import JobRunner
+from services.store.audit import AuditLog
+from services.store.db import Database
+from services.units.revisions import Revisions
 
 
 class RecordingOutbox:

@@ -9,9 +9,9 @@ from router_kit import make_router, msg
 
 from handlers.auth import Policy
 from handlers.contract import Actor, ChatMessage
-from services.audit import AuditLog, AuditQuery
-from services.db import Database
-from services.models import Job
+from services.store.audit import AuditLog, AuditQuery
+from services.store.db import Database
+from services.store.models import Job
 
 
 async def _jobs(db: Database) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from router_kit import make_router, msg
 
 from handlers.auth import Policy
-from services.db import Database
+from services.store.db import Database
 
 
 async def test_database_down_gives_a_clear_answer() -> None:

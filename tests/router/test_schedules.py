@@ -11,11 +11,11 @@ from sqlalchemy import update
 from bot.scheduler import SchedulerService
 from handlers.auth import Policy
 from handlers.contract import ChatMessage, Reply
-from services.audit import AuditActor, AuditLog
-from services.db import Database
-from services.leases import Leases
-from services.models import Schedule
-from services.schedules import Schedules, missed_runs
+from services.store.audit import AuditActor, AuditLog
+from services.store.db import Database
+from services.store.leases import Leases
+from services.store.models import Schedule
+from services.store.schedules import Schedules, missed_runs
 
 
 def test_missed_runs_lists_the_fire_times_in_between() -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 from slack_testkit import SECRET, Harness
+from support.fake_slack import FakeSlack
 
 from bot.slack import SlackBot
 from bot.slack_client import build_web_client
 from handlers.contract import ChatMessage, Reply
-from services.db import Database
-from services.outbox import OutboxStore
-from simhost.fake_slack import FakeSlack
+from services.store.db import Database
+from services.store.outbox import OutboxStore
 
 
 @pytest.fixture

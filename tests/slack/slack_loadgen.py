@@ -14,8 +14,7 @@ import time
 import urllib.parse
 
 import aiohttp
-
-from simhost.fake_slack import FakeSlack
+from support.fake_slack import FakeSlack
 
 
 def _sign(secret: str, body: str, ts: int) -> str:

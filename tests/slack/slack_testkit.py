@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from support.fake_slack import FakeSlack
 
 from bot.slack import SlackBot
 from handlers.contract import ChatMessage
-from services.outbox import OutboxStore
-from simhost.fake_slack import FakeSlack
+from services.store.outbox import OutboxStore
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 

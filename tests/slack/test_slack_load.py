@@ -20,8 +20,8 @@ from slack_testkit import SECRET
 from bot.slack import SlackBot
 from bot.slack_client import build_web_client
 from handlers.contract import ChatMessage, Reply, Table
-from services.db import Database
-from services.outbox import OutboxStore
+from services.store.db import Database
+from services.store.outbox import OutboxStore
 
 RATE = 200.0
 SECONDS = 3.0
@@ -42,7 +42,7 @@ async def _loop_lag(stop: asyncio.Event, out: list[float], period: float = 0.01)
 
 
 async def test_200_commands_per_second_acked_fast(sqlite_db: Database) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "tests")))}
     proc = await asyncio.create_subprocess_exec(sys.executable, str(GEN), SECRET, stdin=asyncio.subprocess.PIPE,
                                                 stdout=asyncio.subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stdin is not None

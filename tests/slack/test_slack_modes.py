@@ -9,15 +9,15 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from support.fake_slack import FakeSlack
 
 from bot.settings import ConfigError, SlackSettings
 from bot.slack import SlackBot
 from bot.slack_client import build_web_client
 from bot.slack_serve import run_slack
 from handlers.contract import ChatMessage, Reply
-from services.db import Database
-from services.outbox import OutboxStore
-from simhost.fake_slack import FakeSlack
+from services.store.db import Database
+from services.store.outbox import OutboxStore
 
 MANIFEST = Path(__file__).resolve().parents[2] / "slack" / "manifest.yaml"
 

@@ -10,12 +10,12 @@ from slack_testkit import Harness
 from handlers.auth import Policy
 from handlers.contract import ChatMessage, Reply
 from handlers.router import Domain, Router
-from services.audit import AuditLog, AuditQuery
-from services.db import Database
 from services.events import EventBus
-from services.jobs import JobRunner
-from services.results import Results
-from services.revisions import Revisions
+from services.experiments.results import Results
+from services.jobs.runner import JobRunner
+from services.store.audit import AuditLog, AuditQuery
+from services.store.db import Database
+from services.units.revisions import Revisions
 
 
 def router_dispatch(db: Database, policy: Policy) -> Any:

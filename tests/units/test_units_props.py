@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from units_testkit import SGLANG_UNIT
 
 from services.errors import UnitError
-from services.units import quote_word, read_exec_start, rewrite_exec_start
+from services.units.editor import quote_word, read_exec_start, rewrite_exec_start
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -6,7 +6,7 @@ import pytest
 from units_testkit import SGLANG_ARGV, SGLANG_UNIT, unit_with
 
 from services.errors import UnitError
-from services.units import flag_diff, get_flag, parse_flags, read_exec_start, unit_hash
+from services.units.editor import flag_diff, get_flag, parse_flags, read_exec_start, unit_hash
 
 
 def test_real_sglang_unit_reads_all_flags_across_continuations_and_comments() -> None:

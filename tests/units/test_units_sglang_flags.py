@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from units_testkit import SGLANG_ARGV
 
 from services.errors import UnitError, UserInputError
-from services.sglang_flags import (
+from services.units.editor import get_flag
+from services.units.sglang_flags import (
     FLAGS,
     SWITCHES,
     apply_changes,
@@ -18,7 +19,6 @@ from services.sglang_flags import (
     parse_value,
     resolve_flag,
 )
-from services.units import get_flag
 
 
 @pytest.mark.parametrize(("word", "name"), [

@@ -1,0 +1,137 @@
+"""The benchmark of an OpenAI-compatible streaming server: what to run and `run_benchmark`.
+
+Owns `BenchSpec` (validated parameters), the run across concurrency levels on ONE
+`httpx.AsyncClient` (`services.bench.http`), the server check before the run and the result.
+Definitions live in `services.bench.stats`, the
+per-level closed loop in `services.bench.level`, SSE parsing in `services.bench.sse`, server-side
+figures in `services.bench.probes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from services.bench.http import Transport, make_client
+from services.bench.level import BenchProgress, LevelPlan, LevelRun
+from services.bench.probes import ServerProbe, SglangMetricsProbe, VllmMetricsProbe
+from services.bench.prompts import load_prompts_file, request_body, synthetic_prompt
+from services.bench.stats import BenchResult, ClientHealth, Dist, LevelResult, ServerFigures
+from services.errors import BenchmarkError
+
+__all__ = [
+    "BenchProgress", "BenchResult", "BenchSpec", "ClientHealth", "Dist", "LevelResult", "ServerFigures",
+    "ServerProbe", "SglangMetricsProbe", "VllmMetricsProbe", "run_benchmark",
+]
+
+CHECK_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    url: str
+    model: str | None = None
+    api: Literal["chat", "completions"] = "chat"
+    concurrency: tuple[int, ...] = (1, 4, 16)
+    requests_per_level: int | None = 32
+    duration_s: float | None = None
+    warmup: int = 2
+    input_len: int = 256
+    output_len: int = 256
+    prompts_file: Path | None = None
+    seed: int = 0
+    timeout_s: float = 600.0
+    # `warmup` is a minimum count per level, rounded up to whole rounds: each of the C slots sends
+    # ceil(warmup / C) unmeasured requests first, so measuring starts with C streams in flight.
+    # `timeout_s` is each request's deadline, first byte to last. With `duration_s` set, the level
+    # measures the requests sent during that many seconds and `requests_per_level` becomes None.
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise BenchmarkError(f"url must start with http:// or https://, got {self.url!r}")
+        if self.api not in ("chat", "completions"):
+            raise BenchmarkError(f"api must be 'chat' or 'completions', got {self.api!r}")
+        if not self.concurrency or any(c < 1 or c > 4096 for c in self.concurrency):
+            raise BenchmarkError("concurrency levels must be integers between 1 and 4096")
+        if self.duration_s is not None:
+            object.__setattr__(self, "requests_per_level", None)  # a duration wins over the default count
+        elif self.requests_per_level is None:
+            raise BenchmarkError("give a request count or a duration per level")
+        if self.requests_per_level is not None and self.requests_per_level < 1:
+            raise BenchmarkError("requests per level must be at least 1")
+        if self.duration_s is not None and not 0 < self.duration_s <= 86_400:
+            raise BenchmarkError("duration must be between 0 and 86400 seconds")
+        if self.warmup < 0:
+            raise BenchmarkError("warmup must be 0 or more")
+        if self.input_len < 1 or self.output_len < 1:
+            raise BenchmarkError("input and output lengths must be at least 1")
+        if not 0 < self.timeout_s <= 86_400:
+            raise BenchmarkError("timeout must be between 0 and 86400 seconds")
+
+    @property
+    def base_url(self) -> str:
+        return self.url.rstrip("/").removesuffix("/v1")
+
+
+async def _check_server(client: httpx.AsyncClient, spec: BenchSpec) -> str | None:
+    """Fail fast if nothing answers; return the model to use (the spec's, else the first served)."""
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            resp = await client.get("/v1/models")
+            await resp.aread()
+    except (TimeoutError, httpx.HTTPError) as exc:
+        detail = (str(exc) or type(exc).__name__)[:200]
+        raise BenchmarkError(f"cannot reach the server at {spec.base_url}: {detail}") from None
+    if spec.model is not None:
+        return spec.model
+    if resp.status_code != 200:
+        return None
+    try:
+        data: Any = resp.json().get("data")
+        model = data[0]["id"] if data else None
+    except (ValueError, AttributeError, KeyError, IndexError, TypeError):
+        return None
+    return model if isinstance(model, str) else None
+
+
+async def run_benchmark(spec: BenchSpec, *,
+                        progress: Callable[[BenchProgress], Awaitable[None]] | None = None,
+                        probe: ServerProbe | None = None, cancel: asyncio.Event | None = None,
+                        transport: Transport = "aiohttp") -> BenchResult:
+    """Benchmark `spec.url` at each concurrency level; a cancel returns what was measured so far."""
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    prompts = await asyncio.to_thread(load_prompts_file, spec.prompts_file) if spec.prompts_file else None
+    path = "/v1/chat/completions" if spec.api == "chat" else "/v1/completions"
+    levels: list[LevelResult] = []
+    stopped = False
+    client = make_client(spec.base_url, pool=max(spec.concurrency), timeout_s=spec.timeout_s,
+                         transport=transport)
+    async with client:
+        model = await _check_server(client, spec)
+
+        def body_at(idx: int) -> bytes:
+            prompt = (prompts[idx % len(prompts)] if prompts is not None
+                      else synthetic_prompt(spec.seed, idx, spec.input_len))
+            return request_body(spec.api, model, prompt, spec.output_len)
+
+        for n, c in enumerate(spec.concurrency, 1):
+            if cancel is not None and cancel.is_set():
+                stopped = True
+                break
+            plan = LevelPlan(concurrency=c, warmup=-(-spec.warmup // c), requests=spec.requests_per_level,
+                             duration_s=spec.duration_s, timeout_s=spec.timeout_s, path=path,
+                             body=body_at, first_index=n * 1_000_000,
+                             level=n, levels=len(spec.concurrency))
+            run = LevelRun(client, plan, progress=progress, probe=probe, cancel=cancel)
+            levels.append(await run.run())
+            if run.cancelled or run.server_dead:
+                stopped = True
+                break
+    return BenchResult(url=spec.url, model=model, started_at=started, levels=tuple(levels),
+                       cancelled=stopped and cancel is not None and cancel.is_set())

@@ -1,0 +1,27 @@
+"""Diagnosis of a unit's journal: why it stopped or keeps restarting, with the cause, the evidence lines and
+advice; the side evidence gathered over SSH; restart-loop detection. The same code serves the live bot
+and `pitcrew diagnose`.
+
+The names below are the package's public API: other packages import only these."""
+
+from services.diagnosis.gather import config_hash, gather_side_evidence, without_own_gpu_apps
+from services.diagnosis.side import Action, GpuApp, Listener, ProcessInfo, RanBefore, SideEvidence, format_time
+from services.diagnosis.verdict import CAUSES, Diagnosis, LoopStatus, detect_restart_loop, diagnose
+
+__all__ = [
+    "CAUSES",
+    "Action",
+    "Diagnosis",
+    "GpuApp",
+    "Listener",
+    "LoopStatus",
+    "ProcessInfo",
+    "RanBefore",
+    "SideEvidence",
+    "config_hash",
+    "detect_restart_loop",
+    "diagnose",
+    "format_time",
+    "gather_side_evidence",
+    "without_own_gpu_apps",
+]

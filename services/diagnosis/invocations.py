@@ -1,0 +1,279 @@
+"""The per-invocation evidence the diagnosis rules read, and the grouping of entries into invocations.
+
+`Invocation` accumulates what one run of the unit left in the journal (its lines, systemd's events about
+it, the error signatures of `services.journal.sglang`, readiness, `Decode batch` figures, whether a stop was
+requested and by which recorded action). `evaluate()` applies the rules in order — first the failing
+invocations (ended badly without a stop request), most specific cause first, then stops, then health —
+and returns a `Finding`. A rule only fires on evidence it can quote; otherwise the answer is `unknown`.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from services.diagnosis.side import Action, RanBefore, format_time
+from services.journal import (
+    Capacity,
+    JournalEntry,
+    SystemdEvent,
+    classify,
+    is_ready_line,
+    parse_capacity,
+    parse_decode,
+    signatures,
+)
+
+STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "benchmark"})
+MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})
+STRONG_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
+XID_RX = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*)")
+KERNEL_OOM_RX = re.compile(
+    r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)"
+)
+
+
+@dataclass(eq=False)
+class Invocation:
+    """Evidence of one run of the unit (mutable while the journal is read)."""
+
+    key: str
+    line_count: int = 0
+    tail: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=16))  # last lines, for `unknown`
+    events: list[SystemdEvent] = field(default_factory=list)
+    start_us: int = 0
+    end_us: int = 0
+    pids: set[int] = field(default_factory=set)
+    sig_lines: list[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=list)  # first 300...
+    sig_recent: deque[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=lambda: deque(maxlen=100))
+    decode_entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=32))
+    ready_us: int | None = None
+    capacity: Capacity | None = None
+    exit: SystemdEvent | None = None
+    result: str | None = None
+    stopping: SystemdEvent | None = None
+    stop_timeout: SystemdEvent | None = None
+    oom_kill: bool = False
+    start_limit: bool = False
+    failed_to_start: bool = False
+    deactivated: bool = False
+    restart_counter: int | None = None
+    suppressed: list[SystemdEvent] = field(default_factory=list)
+    leftovers: list[SystemdEvent] = field(default_factory=list)
+    stop_requested_us: int | None = None
+    stop_action: Action | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.exit is not None or self.result is not None or self.deactivated or self.failed_to_start
+
+    @property
+    def failed(self) -> bool:
+        """Ended badly without anyone asking it to stop."""
+        if self.stop_requested_us is not None:
+            return False
+        bad_exit = self.exit is not None and not self.exit.clean_exit
+        bad_result = self.result is not None and self.result != "success"
+        return bad_exit or bad_result or self.oom_kill or self.start_limit or self.failed_to_start
+
+    def _touch(self, t: int) -> None:
+        if not self.start_us or t < self.start_us:
+            self.start_us = t
+        self.end_us = max(self.end_us, t)
+
+    def add_line(self, entry: JournalEntry) -> None:
+        t = entry.realtime_us
+        if t > self.end_us:
+            self.end_us = t
+        if not self.start_us or t < self.start_us:
+            self.start_us = t
+        self.line_count += 1
+        self.tail.append(entry)
+        if entry.pid is not None:
+            self.pids.add(entry.pid)
+        msg = entry.message
+        if "Decode batch" in msg:
+            self.decode_entries.append(entry)
+            return
+        if "Prefill batch" in msg or 'HTTP/1.1" 200 OK' in msg:  # the other high-volume benign lines
+            return
+        sigs = signatures(msg)
+        if sigs:
+            (self.sig_lines if len(self.sig_lines) < 300 else self.sig_recent).append((entry, sigs))
+        if self.ready_us is None and is_ready_line(msg):
+            self.ready_us = entry.realtime_us
+        if self.capacity is None and "max_total_num_tokens=" in msg:
+            self.capacity = parse_capacity(msg)
+
+    def add_event(self, ev: SystemdEvent) -> None:
+        self._touch(ev.realtime_us)
+        self.events.append(ev)
+        kind = ev.kind
+        if kind == "main_exited":
+            self.exit = ev
+        elif kind == "failed_result":
+            self.result = ev.result
+        elif kind == "deactivated":
+            self.deactivated = True
+        elif kind == "stopping" and self.stopping is None:
+            self.stopping = ev
+        elif kind == "stop_timeout":
+            self.stop_timeout = ev
+        elif kind == "oom_kill":
+            self.oom_kill = True
+        elif kind == "start_limit_hit":
+            self.start_limit = True
+        elif kind == "failed_to_start":
+            self.failed_to_start = True
+        elif kind == "scheduled_restart":
+            self.restart_counter = ev.restart_counter
+        elif kind == "suppressed":
+            self.suppressed.append(ev)
+        elif kind == "leftover_process":
+            self.leftovers.append(ev)
+
+    def finish(self, actions: tuple[Action, ...]) -> None:
+        """Decide whether a stop was requested: systemd's `Stopping` job, or a recorded kill/stop."""
+        end = self.exit.realtime_us if self.exit else self.end_us
+        if self.stopping is not None and (self.exit is None or self.stopping.realtime_us <= end):
+            self.stop_requested_us = self.stopping.realtime_us
+        for act in actions:
+            t = int(act.at.timestamp() * 1e6)
+            if act.action not in STOP_ACTIONS:
+                continue
+            if self.stop_requested_us is not None and -60e6 <= self.stop_requested_us - t <= 60e6:
+                self.stop_action = act
+            elif (
+                self.stop_requested_us is None
+                and act.action in {"kill", "stop", "restart"}
+                and self.exit is not None
+                and 0 <= end - t <= 120e6
+                and t >= self.start_us  # an action before this invocation started did not end it
+            ):
+                self.stop_requested_us, self.stop_action = t, act
+
+    def sig(self, *names: str) -> list[JournalEntry]:
+        """Lines carrying any of the signatures `names`, exception lines (`XxxError: ...`) first."""
+        hits = [(e, s) for e, s in (*self.sig_lines, *self.sig_recent) if any(n in s for n in names)]
+        hits.sort(key=lambda h: "exception_line" not in h[1])
+        return [e for e, _ in hits]
+
+    def ran_before(self) -> RanBefore | None:
+        stats = [d for d in (parse_decode(e.message) for e in self.decode_entries) if d is not None]
+        busy = [d for d in stats if d.running_req > 0 and d.gen_throughput]
+        if not busy:
+            return None
+        tput = [d.gen_throughput for d in busy if d.gen_throughput is not None]
+        acc = [d.accept_len for d in busy if d.accept_len is not None]
+        return RanBefore(
+            round(statistics.median(acc), 2) if acc else None,
+            round(statistics.median(tput), 1),
+            min(tput),
+            max(tput),
+            len(busy),
+        )
+
+
+# --- grouping -----------------------------------------------------------------------------------
+
+
+def infer_unit(entries: Sequence[JournalEntry]) -> str | None:
+    """The unit most entries belong to (manager messages' `UNIT`, services' `_SYSTEMD_UNIT`)."""
+    counts = Counter(e.unit for e in entries if e.unit and e.unit != "init.scope" and e.transport != "kernel")
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def group_invocations(
+    entries: Iterable[JournalEntry], unit: str
+) -> tuple[list[Invocation], list[JournalEntry]]:
+    """Split a unit's entries into invocations (in time order) and kernel entries."""
+    invocations: list[Invocation] = []
+    by_id: dict[str, Invocation] = {}
+    kernel: list[JournalEntry] = []
+    current: Invocation | None = None
+    for entry in entries:
+        if entry.transport == "kernel":
+            kernel.append(entry)
+            continue
+        pid = entry.pid
+        event = (
+            classify(entry, unit)
+            if pid == 1 or pid is None or entry.identifier == "systemd" or entry.message.startswith("Supp")
+            else None
+        )
+        if event is not None and event.kind == "suppressed":
+            inv = current or _new(invocations, f"segment-{len(invocations)}")
+            inv.add_event(event)
+            current = inv
+            continue
+        key = entry.invocation_id
+        if key is not None:
+            found = by_id.get(key)
+            if found is None:
+                adopt = current is not None and current.key.startswith("segment-") and not current.line_count
+                if (
+                    adopt
+                    and current is not None
+                    and not current.ended
+                    and event is not None
+                    and event.kind == "started"
+                ):
+                    found = current
+                    found.key = key
+                else:
+                    found = _new(invocations, key)
+                by_id[key] = found
+            inv = found
+        elif current is None or _opens_segment(event, current):
+            inv = _new(invocations, f"segment-{len(invocations)}")
+        else:
+            inv = current
+        if event is not None:
+            inv.add_event(event)
+        elif entry.pid != 1:
+            inv.add_line(entry)
+        current = inv
+    invocations.sort(key=lambda i: i.start_us)
+    return invocations, kernel
+
+
+def _opens_segment(event: SystemdEvent | None, current: Invocation) -> bool:
+    """Without invocation ids: a `Started` after lines or an exit, or a line after an exit, starts a run."""
+    if event is not None:
+        return event.kind == "started" and (bool(current.line_count) or current.ended)
+    return current.ended and current.key.startswith("segment-")
+
+
+def _new(invocations: list[Invocation], key: str) -> Invocation:
+    inv = Invocation(key)
+    invocations.append(inv)
+    return inv
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the rules concluded (diagnosis adds loop state, restarts and redaction)."""
+
+    cause: str
+    confidence: float
+    summary: str
+    evidence: tuple[str, ...]
+    recommendation: str
+    ran_before: RanBefore | None = None
+    config_change: str | None = None
+    stale_pids: tuple[int, ...] = ()
+
+
+def short_time(us: int) -> str:
+    return format_time(us)
+
+
+def exit_lines(inv: Invocation) -> list[str]:
+    return [ev.message for ev in inv.events if ev.kind in {"main_exited", "failed_result", "stop_timeout"}][
+        :2
+    ]
+
+

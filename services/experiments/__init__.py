@@ -1,0 +1,31 @@
+"""The experiment pipelines behind try, sweep, bench, rollback and kill-stale jobs, and the stored
+benchmark results they compare against.
+
+The names below are the package's public API: other packages import only these."""
+
+from services.experiments.dispatch import job_pipeline
+from services.experiments.pipeline import (
+    BenchDefaults,
+    ExperimentPolicy,
+    Experiments,
+    Preview,
+    TrialOutcome,
+    config_label,
+    label_for,
+)
+from services.experiments.results import LevelFigures, Results, RunSummary, pct
+
+__all__ = [
+    "BenchDefaults",
+    "ExperimentPolicy",
+    "Experiments",
+    "LevelFigures",
+    "Preview",
+    "Results",
+    "RunSummary",
+    "TrialOutcome",
+    "config_label",
+    "job_pipeline",
+    "label_for",
+    "pct",
+]

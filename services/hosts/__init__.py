@@ -1,0 +1,13 @@
+"""GPU hosts: the `Host` contract (run with a deadline, stream lines, upload atomically), its asyncssh
+implementation and the pool of configured hosts.
+
+The names below are the package's public API: other packages import only these."""
+
+from services.hosts.contract import Host, HostSpec
+from services.hosts.pool import HostPool
+
+__all__ = [
+    "Host",
+    "HostPool",
+    "HostSpec",
+]

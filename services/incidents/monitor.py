@@ -1,0 +1,412 @@
+"""Live restart-loop detection over followed journals, and the incident lifecycle around it.
+
+`IncidentMonitor.on_entry(host, unit, entry)` is the journal follower's callback. Every entry goes
+into a per-(host, unit) ring of recent lines; systemd's own messages are classified
+(`services.journal.systemd.classify`). A failed start (a failing main-process exit, ``Failed with
+result``, ``Start request repeated too quickly``, an OOM kill, a scheduled auto-restart) is counted
+once per invocation, unless pitcrew caused it:
+
+- the invocation was being stopped by a stop/restart job (systemd logged ``Stopping ...`` for it:
+  deploys, rollbacks and stops all go through one; a crash never does);
+- an expected-restart notice covers it (`expect(host, kind, until=...)`, from the experiment pipeline);
+- pitcrew's audit log has a ``stop``/``restart``/``kill`` on that host within `own_action_window_s`.
+
+Expected failures are kept as evidence but never alert. A loop is declared by
+`services.diagnosis.verdict.detect_restart_loop` (default: the 2nd failed start within 600 s). Then the side
+evidence is gathered over SSH (`services.diagnosis.gather`), the audit actions of the window are added,
+`services.diagnosis.verdict.diagnose` names the cause, and `IncidentStore.record_failure` opens or updates
+ONE incident per (host, unit, cause, config hash); events are published on the bus. Later failures
+update it (`IncidentUpdated`). `run()` ticks: expired mutes are cleared, and an incident whose unit
+has run `stable_window_s` without a failure and is active again is resolved with what fixed it.
+With policy ``auto_rollback`` and a loop that began within `auto_rollback_within_s` of pitcrew's own
+deploy, `AutoRollbackRequested` is published once (the experiment service performs the rollback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from services.diagnosis import (
+    SideEvidence,
+    config_hash,
+    detect_restart_loop,
+    diagnose,
+    gather_side_evidence,
+    without_own_gpu_apps,
+)
+from services.errors import HostError, NotFound
+from services.events import EventBus
+from services.hosts import Host
+from services.incidents.store import NOT_A_CRASH, IncidentStore
+from services.incidents.types import (
+    AutoRollbackRequested,
+    IncidentAcknowledged,
+    IncidentInfo,
+    IncidentMuted,
+    IncidentOpened,
+    IncidentPolicy,
+    IncidentResolved,
+    IncidentUnmuted,
+    IncidentUpdated,
+)
+from services.journal import JournalEntry, SystemdEvent, classify, parse_entry
+from services.redact import redact
+from services.store import AuditActor, AuditLog, AuditQuery, AuditRecord, Database, utcnow
+
+log = logging.getLogger("pitcrew.incidents")
+
+_FAILURE_KINDS = frozenset({"failed_result", "failed_to_start", "start_limit_hit", "oom_kill", "main_exited",
+                            "scheduled_restart"})
+OWN_ACTIONS = ("stop", "restart", "kill")
+HostLookup = Callable[[str], Host]
+
+
+def _is_failure(ev: SystemdEvent) -> bool:
+    if ev.kind not in _FAILURE_KINDS:
+        return False
+    if ev.kind == "main_exited":
+        return not ev.clean_exit
+    return not (ev.kind == "failed_result" and ev.result == "success")
+
+
+class _Bounded:
+    """An insertion-ordered set that forgets its oldest members."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._d: dict[str, None] = {}
+        self._size = size
+
+    def add(self, key: str) -> None:
+        self._d[key] = None
+        if len(self._d) > self._size:
+            del self._d[next(iter(self._d))]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._d
+
+    def items(self) -> list[str]:
+        return list(self._d)
+
+
+@dataclass
+class _Track:
+    lines: deque[JournalEntry]
+    events: deque[SystemdEvent] = field(default_factory=lambda: deque(maxlen=1000))
+    stopping: _Bounded = field(default_factory=_Bounded)
+    expected: _Bounded = field(default_factory=_Bounded)
+    handled: _Bounded = field(default_factory=_Bounded)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    counter: int = 0
+
+
+@dataclass(frozen=True)
+class _Notice:
+    kind: str
+    until: datetime
+
+
+def describe_action(rec: AuditRecord) -> str:
+    """A short text of an audit event's detail (for the diagnosis and the resolution message)."""
+    d = rec.detail
+    for key in ("summary", "change", "description", "text"):
+        if isinstance(d.get(key), str) and d[key]:
+            return str(d[key])[:200]
+    parts = [f"{k}={v}" for k, v in d.items() if isinstance(v, str | int | float | bool)]
+    return ", ".join(parts)[:200]
+
+
+def revision_of(rec: AuditRecord) -> str | None:
+    for key in ("revision", "to_revision", "revision_id", "revision_after_id", "rev"):
+        v = rec.detail.get(key)
+        if isinstance(v, int | str) and str(v):
+            return str(v)
+    return None
+
+
+class IncidentMonitor:
+    """Consumes journal entries per host, declares loops, and runs the incident lifecycle."""
+
+    def __init__(self, db: Database, bus: EventBus, hosts: HostLookup, *, audit: AuditLog | None = None,
+                 policy: IncidentPolicy | None = None) -> None:
+        self.db = db
+        self.bus = bus
+        self.policy = policy or IncidentPolicy()
+        self.audit = audit or AuditLog(db)
+        self.store = IncidentStore(db, self.audit)
+        self._hosts = hosts
+        self._tracks: dict[tuple[str, str], _Track] = {}
+        self._notices: dict[str, list[_Notice]] = {}
+        self._resolving: set[int] = set()
+
+    # -- feeding ----------------------------------------------------------------------------------
+
+    def on_entry_for(self, host: str, unit: str) -> Callable[[JournalEntry], Awaitable[None]]:
+        """The `on_entry` callback for a `JournalFollower` of (host, unit)."""
+        async def on_entry(entry: JournalEntry) -> None:
+            await self.on_entry(host, unit, entry)
+        return on_entry
+
+    def _track(self, host: str, unit: str) -> _Track:
+        key = (host, unit)
+        track = self._tracks.get(key)
+        if track is None:
+            track = self._tracks[key] = _Track(deque(maxlen=self.policy.lines_kept))
+        return track
+
+    async def on_entry(self, host: str, unit: str, entry: JournalEntry) -> None:
+        track = self._track(host, unit)
+        track.lines.append(entry)
+        ev = classify(entry, unit)
+        if ev is None:
+            return
+        track.events.append(ev)
+        if ev.restart_counter is not None:
+            track.counter = ev.restart_counter
+        if ev.kind == "stopping" and ev.invocation_id:
+            track.stopping.add(ev.invocation_id)
+        if not _is_failure(ev):
+            return
+        inv = ev.invocation_id or f"t{ev.realtime_us // 10_000_000}"
+        if inv in track.handled:
+            return
+        track.handled.add(inv)
+        async with track.lock:
+            await self._on_failure(host, unit, track, ev, inv)
+
+    def expect(self, host: str, kind: str, *, until: datetime | float) -> None:
+        """Announce that failures of `host`'s unit until `until` (a time, or seconds from now) are ours."""
+        when = until if isinstance(until, datetime) else datetime.now(UTC) + timedelta(seconds=until)
+        now = datetime.now(UTC)
+        notices = [n for n in self._notices.get(host, []) if n.until > now]
+        notices.append(_Notice(kind, when))
+        self._notices[host] = notices
+
+    def clear_expected(self, host: str) -> None:
+        """pitcrew's own action on `host` is over: failures from now on are the server's own."""
+        self._notices.pop(host, None)
+
+    async def _expected_reason(self, host: str, inv: str, track: _Track, ev: SystemdEvent) -> str | None:
+        if inv in track.stopping:
+            return "a stop or restart job"
+        at = datetime.fromtimestamp(ev.realtime_us / 1e6, UTC) if ev.realtime_us else datetime.now(UTC)
+        for n in self._notices.get(host, []):
+            if n.until >= at:
+                return f"an announced {n.kind}"
+        since = at - timedelta(seconds=self.policy.own_action_window_s)
+        recs = await self.audit.query(AuditQuery(host=host, since=since, actions=OWN_ACTIONS, limit=5))
+        if recs:
+            return f"pitcrew's own {recs[-1].action}"
+        return None
+
+    # -- loops --------------------------------------------------------------------------------------
+
+    async def _on_failure(self, host: str, unit: str, track: _Track, ev: SystemdEvent, inv: str) -> None:
+        reason = await self._expected_reason(host, inv, track, ev)
+        if reason is not None:
+            track.expected.add(inv)
+            log.info("%s %s: failure of invocation %s expected (%s)", host, unit, inv, reason)
+            return
+        horizon = ev.realtime_us - int(self.policy.window_s * 1e6)
+        events = [e for e in track.events if e.realtime_us >= horizon]
+        loop = detect_restart_loop(events, threshold=self.policy.threshold, window_s=self.policy.window_s,
+                                   expected_invocations=set(track.expected.items()))
+        active = [i for i in await self.store.active(host=host) if i.unit == unit]
+        if active and await self._update(host, unit, track, ev, inv, active):
+            return
+        if not loop.looping:
+            return
+        await self._declare(host, unit, track, ev, inv, loop.failures, loop.first_failure_us)
+
+    async def _update(self, host: str, unit: str, track: _Track, ev: SystemdEvent, inv: str,
+                      active: list[IncidentInfo]) -> bool:
+        """Count a failure against the active incident of the same configuration (no new diagnosis:
+        the cause of a loop does not flap between restarts); False when the configuration changed."""
+        unit_file = await self._unit_file(host, unit)
+        chash = config_hash(unit_file)
+        match = next((i for i in reversed(active) if i.config_hash == chash or not chash), None)
+        if match is None:
+            return False
+        rec = await self.store.add_restart(match.id, invocation=inv, line=ev.message,
+                                           restarts=track.counter)
+        if rec.outcome == "updated":
+            await self.bus.publish(IncidentUpdated(rec.incident, rec.incident.restarts, redact(ev.message),
+                                                   rec.incident.restarts))
+        return True
+
+    async def _unit_file(self, host: str, unit: str) -> str | None:
+        try:
+            res = await self._hosts(host).run(["systemctl", "cat", unit], timeout=self.policy.evidence_timeout_s)
+        except (HostError, NotFound):
+            return None
+        return res.stdout if res.ok else None
+
+    async def _declare(self, host: str, unit: str, track: _Track, ev: SystemdEvent, inv: str,
+                       failures: int, first_failure_us: int | None) -> None:
+        try:
+            host_obj: Host | None = self._hosts(host)
+        except NotFound:
+            host_obj = None
+        evidence: dict[str, Any] = {}
+        if host_obj is not None:
+            evidence = await gather_side_evidence(host_obj, unit, timeout_s=self.policy.evidence_timeout_s)
+        first = (datetime.fromtimestamp(first_failure_us / 1e6, UTC) if first_failure_us
+                 else datetime.now(UTC))
+        since = first - timedelta(seconds=max(self.policy.window_s, self.policy.auto_rollback_within_s) + 3600)
+        recs = await self.audit.query(AuditQuery(host=host, since=since, limit=200))
+        actions = [{"at": r.at.isoformat(), "who": r.actor_name or r.actor_id, "action": r.action,
+                    "detail": describe_action(r)} for r in recs]
+        usable = {k: v for k, v in without_own_gpu_apps(evidence).items() if k != "errors"}
+        side = SideEvidence.from_json({**usable, "actions": actions})
+        diag = diagnose(list(track.lines), side, unit=unit, loop_threshold=self.policy.threshold,
+                        loop_window_s=self.policy.window_s)
+        if diag.cause in NOT_A_CRASH:
+            log.info("%s %s: restarts seen, but the diagnosis is %s: no incident", host, unit, diag.cause)
+            return
+        show = evidence.get("systemctl_show") or {}
+        nrestarts = int(show.get("NRestarts", "0")) if str(show.get("NRestarts", "0")).isdigit() else 0
+        restarts = max(diag.restarts, failures, nrestarts)
+        rec = await self.store.record_failure(host=host, unit=unit, diag=diag,
+                                              config_hash=config_hash(evidence.get("unit_file")),
+                                              invocation=inv, line=ev.message, restarts=restarts)
+        for old in rec.superseded:
+            await self.bus.publish(IncidentResolved(old, _duration(old), old.resolution))
+        if rec.outcome == "opened":
+            log.warning("%s %s: restart loop, incident #%d (%s)", host, unit, rec.incident.id, diag.cause)
+            await self.bus.publish(IncidentOpened(rec.incident))
+            await self._maybe_auto_rollback(rec.incident, recs, first)
+        elif rec.outcome == "updated":
+            await self.bus.publish(IncidentUpdated(rec.incident, rec.incident.restarts, redact(ev.message),
+                                                   rec.incident.restarts))
+
+    async def _maybe_auto_rollback(self, info: IncidentInfo, recs: list[AuditRecord], first: datetime) -> None:
+        if not self.policy.auto_rollback:
+            return
+        window = timedelta(seconds=self.policy.auto_rollback_within_s)
+        deploys = [r for r in recs if r.action == "deploy" and first - window <= r.at <= first + timedelta(seconds=5)]
+        if not deploys:
+            return
+        deploy = deploys[-1]
+        detail = describe_action(deploy)
+        info = await self.store.mark_auto_rollback(info.id, {"deploy_audit_id": deploy.id, "deploy": detail})
+        await self.bus.publish(AutoRollbackRequested(info.host, info.unit, info.id, deploy.at, detail))
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    async def run(self, owned: Callable[[], set[str]] | None = None) -> None:
+        """Tick forever: expire mutes, resolve stable incidents (of `owned()` hosts, default: followed)."""
+        while True:
+            try:
+                await self.tick(owned() if owned is not None else None)
+            except Exception:
+                log.exception("incident tick failed")
+            await asyncio.sleep(self.policy.tick_s)
+
+    async def tick(self, hosts: set[str] | None = None) -> None:
+        for info in await self.store.unmute_expired():
+            await self.bus.publish(IncidentUnmuted(info))
+        followed = hosts if hosts is not None else {h for h, _ in self._tracks}
+        now = utcnow()
+        for info in await self.store.active(hosts=sorted(followed)):
+            if (now - info.last_event_at).total_seconds() < self.policy.stable_window_s:
+                continue
+            if info.id in self._resolving:
+                continue
+            self._resolving.add(info.id)
+            try:
+                await self._try_resolve(info)
+            finally:
+                self._resolving.discard(info.id)
+
+    async def _try_resolve(self, info: IncidentInfo) -> None:
+        try:
+            host = self._hosts(info.host)
+            res = await host.run(["systemctl", "show", info.unit, "-p", "ActiveState,SubState"], timeout=5)
+        except (HostError, NotFound) as e:
+            log.debug("cannot check %s for resolution: %s", info.host, e)
+            return
+        props = dict(line.partition("=")[::2] for line in res.stdout.splitlines() if "=" in line)
+        if props.get("ActiveState") != "active":
+            return
+        fixed_by = await self._fixed_by(info)
+        done = await self.store.resolve(info.id, fixed_by)
+        if done is not None:
+            await self.bus.publish(IncidentResolved(done, _duration(done), fixed_by))
+
+    async def _fixed_by(self, info: IncidentInfo) -> str:
+        recs = await self.audit.query(AuditQuery(host=info.host, since=info.opened_at - timedelta(seconds=1),
+                                                 actions=("rollback", "deploy", "kill", "restart", "start"),
+                                                 newest_first=True, limit=20))
+        for r in recs:
+            rev = revision_of(r)
+            if r.action == "rollback":
+                how = "automatic rollback" if info.auto_rollback and r.actor_id == "pitcrew" else "rollback"
+                who = "" if r.actor_id == "pitcrew" else f" by {r.actor_name or r.actor_id}"
+                return f"fixed by {how} to revision {rev}{who}" if rev else f"fixed by {how}{who}"
+            if r.action == "deploy":
+                what = describe_action(r)
+                return f"fixed by deploy of revision {rev}" if rev else f"fixed by a deploy ({what})"
+            if r.action == "kill":
+                return f"fixed after pitcrew's kill ({describe_action(r)})"
+        return "the unit recovered without a recorded change"
+
+    # -- router-facing ------------------------------------------------------------------------------
+
+    async def mute(self, incident_id: int, minutes: float, actor: AuditActor | str) -> IncidentInfo:
+        info = await self.store.mute(incident_id, minutes, actor)
+        who = actor.name or actor.id if isinstance(actor, AuditActor) else actor
+        assert info.muted_until is not None
+        await self.bus.publish(IncidentMuted(info, who, info.muted_until))
+        return info
+
+    async def acknowledge(self, incident_id: int, actor: AuditActor | str) -> IncidentInfo:
+        info = await self.store.acknowledge(incident_id, actor)
+        await self.bus.publish(IncidentAcknowledged(info, info.acknowledged_by or ""))
+        return info
+
+    async def get(self, incident_id: int) -> IncidentInfo:
+        return await self.store.get(incident_id)
+
+    async def open_incidents(self, host: str | None = None) -> list[IncidentInfo]:
+        return await self.store.active(host=host)
+
+    async def recent_lines(self, target: int | str, n: int = 40, *, unit: str | None = None) -> list[str]:
+        """The last `n` journal lines of an incident's unit (an id) or of a host, redacted."""
+        if isinstance(target, int):
+            info = await self.store.get(target)
+            host, unit_name = info.host, info.unit
+        else:
+            host = target
+            unit_name = unit or next((u for h, u in self._tracks if h == host), None) or ""
+        track = self._tracks.get((host, unit_name))
+        entries: list[JournalEntry] = list(track.lines)[-n:] if track is not None and track.lines else []
+        if not entries and unit_name:
+            entries = await self._fetch_lines(host, unit_name, n)
+        return [format_line(e) for e in entries]
+
+    async def _fetch_lines(self, host: str, unit: str, n: int) -> list[JournalEntry]:
+        try:
+            res = await self._hosts(host).run(["journalctl", "-u", unit, "-o", "json", "-n", str(n),
+                                               "--no-pager"], timeout=10)
+        except (HostError, NotFound):
+            return []
+        return [e for e in (parse_entry(line) for line in res.stdout.splitlines()) if e is not None]
+
+    def tracked(self) -> Mapping[tuple[str, str], int]:
+        """(host, unit) → lines kept (for status)."""
+        return {k: len(t.lines) for k, t in self._tracks.items()}
+
+
+def _duration(info: IncidentInfo) -> float:
+    end = info.resolved_at or utcnow()
+    return max(0.0, (end - info.opened_at).total_seconds())
+
+
+def format_line(e: JournalEntry) -> str:
+    at = datetime.fromtimestamp(e.realtime_us / 1e6, UTC).strftime("%H:%M:%S") if e.realtime_us else "--:--:--"
+    return f"{at} {redact(e.message)}"

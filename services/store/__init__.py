@@ -1,0 +1,51 @@
+"""Storage and records: the database (SQLite or PostgreSQL), the models and migrations, the audit log, the
+outbox of chat messages, leases and schedules.
+
+The names below are the package's public API: other packages import only these."""
+
+from services.store.audit import SYSTEM, AuditActor, AuditLog, AuditQuery, AuditRecord
+from services.store.db import Database
+from services.store.leases import Leases
+from services.store.models import (
+    Base,
+    BenchResult,
+    BenchRun,
+    Incident,
+    IncidentEvent,
+    Job,
+    JobStep,
+    JournalCursor,
+    Lease,
+    UnitRevision,
+    utcnow,
+)
+from services.store.outbox import MessageRef, OutboxItem, OutboxStore
+from services.store.schedules import ScheduleInfo, Schedules, build_trigger, missed_runs
+
+__all__ = [
+    "SYSTEM",
+    "AuditActor",
+    "AuditLog",
+    "AuditQuery",
+    "AuditRecord",
+    "Base",
+    "BenchResult",
+    "BenchRun",
+    "Database",
+    "Incident",
+    "IncidentEvent",
+    "Job",
+    "JobStep",
+    "JournalCursor",
+    "Lease",
+    "Leases",
+    "MessageRef",
+    "OutboxItem",
+    "OutboxStore",
+    "ScheduleInfo",
+    "Schedules",
+    "UnitRevision",
+    "build_trigger",
+    "missed_runs",
+    "utcnow",
+]

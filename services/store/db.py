@@ -1,0 +1,150 @@
+"""The database handle: async engine, sessions, schema upgrades, and the SQLite single-process guard.
+
+`Database(url)` is built by the composition root and passed down; nothing connects at import
+time. `migrate()` runs Alembic's upgrade to head on the app's own connection (no nested event
+loop). SQLite gets WAL, foreign keys and a busy timeout; PostgreSQL gets a bounded pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import importlib.util
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from services.errors import Conflict, DatabaseUnavailable
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are: the installed top-level `migrations` package (editable or not)."""
+    spec = importlib.util.find_spec("migrations")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the `migrations` package is not installed with pitcrew; reinstall it (`pip install .`)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class Database:
+    """An async SQLAlchemy engine plus a session factory, for SQLite or PostgreSQL."""
+
+    def __init__(self, url: str, *, echo: bool = False, schema: str | None = None) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        kwargs: dict[str, Any] = {"echo": echo}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            connect_args: dict[str, Any] = {"timeout": 10, "command_timeout": 30}
+            if schema:
+                connect_args["server_settings"] = {"search_path": schema}
+            kwargs.update(pool_size=10, max_overflow=10, pool_pre_ping=True, pool_timeout=10,
+                          connect_args=connect_args)
+        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        if self.is_sqlite:
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self._sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._lock_fd: int | None = None
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session inside one transaction: committed on success, rolled back on error."""
+        try:
+            async with self._sessionmaker() as s, s.begin():
+                yield s
+        except (OperationalError, DBAPIError, OSError) as e:
+            if isinstance(e, OSError) or _is_connection_error(e):
+                raise DatabaseUnavailable("the database is not answering; pitcrew keeps retrying") from e
+            raise
+
+    @asynccontextmanager
+    async def sessions(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads (no explicit transaction); a lost database becomes `DatabaseUnavailable`."""
+        try:
+            async with self._sessionmaker() as s:
+                yield s
+        except (OperationalError, DBAPIError, OSError) as e:
+            if isinstance(e, OSError) or _is_connection_error(e):
+                raise DatabaseUnavailable("the database is not answering; pitcrew keeps retrying") from e
+            raise
+
+    async def migrate(self) -> None:
+        """Upgrade the schema to the newest revision (idempotent)."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(_upgrade)
+
+    def lock_single_process(self) -> None:
+        """Refuse a second bot process on the same SQLite file (PostgreSQL coordinates itself)."""
+        if not self.is_sqlite or self._lock_fd is not None:
+            return
+        path = sqlite_path(self.url)
+        if path is None:
+            return
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise Conflict(
+                f"another pitcrew process is already using {path}; SQLite supports one bot "
+                "process — stop the other one or use PostgreSQL for several replicas") from None
+        self._lock_fd = fd
+
+    async def ping(self, timeout: float = 5.0) -> bool:  # noqa: ASYNC109
+        try:
+            async with asyncio.timeout(timeout), self.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+            return True
+        except (TimeoutError, OSError, OperationalError, DBAPIError):
+            return False
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a sqlite URL, or None for an in-memory database."""
+    rest = url.split(":///", 1)[1] if ":///" in url else ""
+    if not rest or rest.startswith(":memory:"):
+        return None
+    return Path(rest.split("?", 1)[0]).resolve()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def _is_connection_error(e: Exception) -> bool:
+    if isinstance(e, DBAPIError) and e.connection_invalidated:
+        return True
+    msg = str(e).lower()
+    return any(w in msg for w in ("connection refused", "connection was closed", "cannot connect",
+                                  "terminating connection", "connection is closed"))
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _upgrade(connection: Connection) -> None:
+    command.upgrade(alembic_config(connection), "head")

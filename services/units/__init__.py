@@ -1,0 +1,41 @@
+"""systemd units: the unit-file syntax, `ExecStart=` flag editing against the engine's flag schema,
+recorded revisions, and the careful stop/start of a unit (deploy).
+
+The names below are the package's public API: other packages import only these."""
+
+from services.units.deploy import ReadyReport, StartFailed, UnitOps
+from services.units.editor import get_flag, read_exec_start, rewrite_exec_start
+from services.units.revisions import Revision, Revisions
+from services.units.sglang_flags import (
+    FLAGS,
+    FlagDef,
+    FlagPlan,
+    apply_changes,
+    check_plain,
+    flag_help_lines,
+    format_change,
+    lookup_flag,
+    parse_value,
+    resolve_flag,
+)
+
+__all__ = [
+    "FLAGS",
+    "FlagDef",
+    "FlagPlan",
+    "ReadyReport",
+    "Revision",
+    "Revisions",
+    "StartFailed",
+    "UnitOps",
+    "apply_changes",
+    "check_plain",
+    "flag_help_lines",
+    "format_change",
+    "get_flag",
+    "lookup_flag",
+    "parse_value",
+    "read_exec_start",
+    "resolve_flag",
+    "rewrite_exec_start",
+]
