@@ -183,6 +183,10 @@ class Case:
         })
         if msg is not None and tag and self.tagged and role in ("main", "engine", "worker", "worker1"):
             msg = self._tag(inv, role) + msg
+        elif (msg and tag and self.engine == "vllm" and role in ("worker", "worker1")
+              and not msg.startswith(("(", "[rank"))):  # before 0.10 only multiproc workers tag their lines
+            rank = 1 if role == "worker1" else 0
+            msg = (f"(VllmWorker rank={rank} pid={pid}) " if self.v1 else f"(VllmWorkerProcess pid={pid}) ") + msg
         if msg is None or len(msg.encode()) + 8 >= 4096:
             d["MESSAGE"] = None
         elif any(ord(ch) < 32 and ch not in "\n\t" for ch in msg):

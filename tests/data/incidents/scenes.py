@@ -147,7 +147,7 @@ def vllm_boot(c: Case, inv: Inv, until: str = "ready") -> None:
         return
     c.app(inv, "\rLoading safetensors checkpoint shards:  41% Completed | 7/17 [00:06<00:09,  1.09it/s]"
                "\rLoading safetensors checkpoint shards: 100% Completed | 17/17 [00:15<00:00,  1.12it/s]\r",
-          p, dt=15.0, tag=False)
+          p, dt=15.0)
     c.app(inv, v("INFO", "default_loader.py:267", "Loading weights took 15.21 seconds"), p)
     c.app(inv, v("INFO", "gpu_model_runner.py:2653" if c.v1 else "model_runner.py:1140",
                  "Model loading took 61.0323 GiB and 15.402271 seconds"), p)
@@ -165,8 +165,7 @@ def vllm_boot(c: Case, inv: Inv, until: str = "ready") -> None:
     if until == "profile":
         return
     if c.v1:
-        c.app(inv, "\rCapturing CUDA graph shapes:   9%|▉         | 6/67 [00:00<00:07,  7.71it/s]", p, dt=1.0,
-              tag=False)
+        c.app(inv, "\rCapturing CUDA graph shapes:   9%|▉         | 6/67 [00:00<00:07,  7.71it/s]", p, dt=1.0)
     else:
         c.app(inv, v("INFO", "model_runner.py:1456",
                      "Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not "
