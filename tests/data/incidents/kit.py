@@ -34,6 +34,7 @@ MSG_IDS = {
     "oom": "fe6faa94e7774663a0da52717891d8ef",
     "suppressed": "a596d6fe7bfa4994828e72309e95d61e",
 }
+STAMP_S, STAMP_V = "\x00sglang-time\x00", "\x00vllm-time\x00"  # placeholders for the writing time of a line
 SIGNALS = {"9": "KILL", "15": "TERM", "11": "SEGV", "6": "ABRT"}
 EXIT_NAMES = {"1": "FAILURE", "2": "INVALIDARGUMENT", "3": "NOTIMPLEMENTED"}
 
@@ -171,6 +172,8 @@ class Case:
         """One stdout/stderr line of the unit, as journald stores it."""
         t = self.at(dt)
         pid, comm, cmdline = self._proc(inv, role)
+        if msg is not None:
+            msg = msg.replace(STAMP_S, self.stamp()).replace(STAMP_V, self.vstamp())
         d = self._base(t)
         d.update({
             "PRIORITY": "6",
@@ -201,12 +204,12 @@ class Case:
 
     # --- engine log prefixes ----------------------------------------------------------------------
     def slog(self, msg: str, rank: str | None = "TP0") -> str:
-        """SGLang's `[time RANK] msg` (rank None: main process)."""
-        return f"[{self.stamp()}{' ' + rank if rank and self.tp > 1 else ''}] {msg}"
+        """SGLang's `[time RANK] msg` (rank None: main process); the time is the line's, filled in by `app`."""
+        return f"[{STAMP_S}{' ' + rank if rank and self.tp > 1 else ''}] {msg}"
 
     def vlog(self, level: str, where: str, msg: str) -> str:
-        """vLLM's `LEVEL mm-dd HH:MM:SS [file.py:N] msg`."""
-        return f"{level} {self.vstamp()} [{where}] {msg}"
+        """vLLM's `LEVEL mm-dd HH:MM:SS [file.py:N] msg`; the time is the line's, filled in by `app`."""
+        return f"{level} {STAMP_V} [{where}] {msg}"
 
     # --- systemd (PID 1, systemd 252) -------------------------------------------------------------
     def mgr(self, msg: str, inv: Inv, *, dt: float = 0.01, prio: int = 6, mid: str | None = None,
