@@ -31,8 +31,8 @@ from bench_diagnosis import (  # noqa: E402
     render,
     write_doc,
 )
-from build import main as build_corpus  # noqa: E402
-from build import split_of  # noqa: E402
+from incident_build import main as build_corpus  # noqa: E402
+from incident_build import split_of  # noqa: E402
 
 CURSOR = re.compile(r"^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$")
 CASES = load_corpus(CORPUS)

@@ -1,4 +1,4 @@
-"""Journal-writing kit for build.py: one `Case` per incident folder (deterministic, no clock, no randomness).
+"""Journal-writing kit for incident_build.py: one `Case` per incident folder (deterministic, no clock, no randomness).
 
 A `Case` writes what `journalctl -u UNIT -o json` prints on a systemd 252 host (FORMATS c.1-c.4): one
 compact JSON object per line, every value a string, cursors `s=;i=;b=;m=;t=;x=`, `_SYSTEMD_INVOCATION_ID`
@@ -6,7 +6,7 @@ on the service's lines, `UNIT`/`INVOCATION_ID`/`MESSAGE_ID` on PID 1's lines, ea
 its own `_PID`/`_COMM`/`_CMDLINE` (SGLang `sglang::schedul`, vLLM `VLLM::EngineCor`...), `MESSAGE` as a
 byte array when it holds ANSI colour or a non-trailing `\\r` (vLLM >= 0.10 prefixes every line with a
 coloured `(APIServer pid=N)` tag, FORMATS b.0) and `null` for lines >= 4096 bytes. The error lines are
-passed in by build.py, quoted from the public report named in each case's expected.json.
+passed in by incident_build.py, quoted from the public report named in each case's expected.json.
 """
 
 from __future__ import annotations

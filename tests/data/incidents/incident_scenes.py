@@ -1,4 +1,4 @@
-"""Engine start-up, serving and failure sequences shared by the cases of build.py.
+"""Engine start-up, serving and failure sequences shared by the cases of incident_build.py.
 
 The lines here are the engines' own templates (SGLang 0.4/0.5 and vLLM 0.8-0.11 start-up, Decode and
 throughput lines, the failure wrappers: FORMATS a.3/a.4/b.3/b.4/b.5); the lines that carry each failure are
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit import Case, Inv
+from incident_kit import Case, Inv
 
 ALL = (
     "kv_cache_oom", "cuda_oom_runtime", "cuda_graph_capture_oom", "stop_timeout_sigkill", "operator_action",

@@ -1,10 +1,10 @@
 """Build the incident corpus: one function per case, each rebuilt from one public bug report.
 
-    .venv/bin/python tests/data/incidents/build.py          # rewrites every <id>/ folder (deterministic)
+    .venv/bin/python tests/data/incidents/incident_build.py          # rewrites every <id>/ folder (deterministic)
 
 Each case quotes the report's own error lines verbatim (paths, pids and timestamps are ours unless the
 case says otherwise) and fills only what the report lacks: systemd's and journald's lines (FORMATS c.1/c.2),
-the engine's start-up/serving templates (scenes.py) and side evidence. The label in expected.json follows
+the engine's start-up/serving templates (incident_scenes.py) and side evidence. The label in expected.json follows
 the rules of docs/DIAGNOSIS.md "Labels" and was set before the diagnoser was run on the case.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kit import HERE, Case  # noqa: E402
-from scenes import (  # noqa: E402
+from incident_kit import HERE, Case  # noqa: E402
+from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
     ownership,
     sglang_boot,
@@ -1730,11 +1730,11 @@ Ground truth for `pitcrew diagnose` and the measuring stick of its rework. Each 
   person needs; each occurs in the journal or the kernel lines), `must_not` (answers that would be harmful),
   `url` (the public report), `engine`, `engine_version`, `split`, `notes` (what was taken from where, what is ours).
 
-**How they are built.** `build.py` (one function per case; helpers in `kit.py` and `scenes.py`) writes every file;
+**How they are built.** `incident_build.py` (one function per case; helpers in `incident_kit.py` and `incident_scenes.py`) writes every file;
 it is deterministic (no clock, no randomness) and `tests/diagnosis/test_incident_corpus.py` checks that the
 committed files are byte for byte what it writes:
 
-    .venv/bin/python tests/data/incidents/build.py
+    .venv/bin/python tests/data/incidents/incident_build.py
 
 The error lines of each case are quoted verbatim from the report at `url` (timestamps, pids and install paths are
 ours unless the notes say otherwise); where a report cut a line, the rest follows the library's own template and the
@@ -1742,7 +1742,7 @@ notes say so. Lines the report does not show (systemd's, journald's, the engine'
 batch`/throughput templates, side evidence) are filled from `/work/shared/docs/FORMATS.md`. Labels were assigned by
 the rules in docs/DIAGNOSIS.md **before** the diagnoser was run on the case.
 
-**Split.** `split_of()` in build.py: SHA-1 of a fixed salt and the id, one residue class of three is `holdout`
+**Split.** `split_of()` in incident_build.py: SHA-1 of a fixed salt and the id, one residue class of three is `holdout`
 (the salt was fixed once, before any scoring, so that every label has a holdout case). **The holdout is only ever
 scored, never tuned on**: do not read its journals while changing the diagnoser, and do not change a holdout case's
 label or lines to fit a diagnoser. `benchmarks/bench_diagnosis.py` lists misdiagnosed cases for the tune split only.
