@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from incident_kit import HERE, Case  # noqa: E402
+from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
 from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
     ownership,
@@ -268,7 +268,8 @@ def cap_vllm_v0_082_capture_oom_wrapper() -> Case:
     return expect(c, "cuda_graph_capture_oom", False, ["CUDA out of memory. Tried to allocate 2.00 MiB"],
                   ["healthy", "kv_cache_oom", "engine_exception"], "https://github.com/vllm-project/vllm/issues/15598",
                   "V0 0.8.2 with Ray in the report (here multiproc); OOM text from the report title, after `Capturing "
-                  "cudagraphs for decoding`; the V0 wrapper `Engine process failed to start` comes last.")
+                  "cudagraphs for decoding`; the report cut `Error executing metho[d ...]`, completed with vLLM's "
+                  "worker_base template; the V0 wrapper `Engine process failed to start` comes last.")
 
 
 @case
@@ -653,7 +654,7 @@ def arg_sgl_043_enable_reasoning_start_limit() -> Case:
     c = Case("arg_sgl_043_enable_reasoning_start_limit", "sglang", "0.4.3", day=26, model="/models/DeepSeek-R1-Distill-Qwen-7B")
     for k in range(5):
         inv = c.start(dt=0.1)
-        c.app(inv, "INFO 03-06 10:05:08 __init__.py:190] Automatically detected platform cuda.", dt=1.5)
+        c.app(inv, f"INFO {STAMP_V} __init__.py:190] Automatically detected platform cuda.", dt=1.5)
         c.app(inv, SGL_USAGE)
         c.app(inv, "                        [--load-format {auto,pt,safetensors,npcache,dummy,gguf,bitsandbytes,layered}] "
                    "[--trust-remote-code] [--dtype {auto,half,float16,bfloat16,float,float32}] [--kv-cache-dtype "
@@ -671,7 +672,7 @@ def arg_sgl_044_enable_metrics_underscore() -> Case:
     c = Case("arg_sgl_044_enable_metrics_underscore", "sglang", "0.4.4.post3", day=27, model="/models/Qwen2.5-7B-Instruct")
     for _k in range(3):
         inv = c.start(dt=0.1)
-        c.app(inv, "INFO 04-03 17:50:56 __init__.py:190] Automatically detected platform cuda.", dt=1.5)
+        c.app(inv, f"INFO {STAMP_V} __init__.py:190] Automatically detected platform cuda.", dt=1.5)
         c.app(inv, SGL_USAGE)
         c.app(inv, "                        [--load-format {auto,pt,safetensors,npcache,dummy,sharded_state,gguf,"
                    "bitsandbytes,layered,remote}] [--trust-remote-code]")
@@ -853,7 +854,7 @@ def nccl_vllm_054_unhandled_system_error() -> Case:
         '    raise RuntimeError(f"NCCL error: {error_str}")',
         "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
     ]:
-        c.app(inv, f"(VllmWorkerProcess pid={wp}) ERROR 08-23 08:25:25 multiproc_worker_utils.py:226] {line}", "worker",
+        c.app(inv, f"(VllmWorkerProcess pid={wp}) ERROR {STAMP_V} multiproc_worker_utils.py:226] {line}", "worker",
               dt=0.0)
     c.exit(inv, "exited", "1")
     return expect(c, "nccl_failure", False, ["NCCL error: unhandled system error"], ["healthy"],
@@ -867,7 +868,7 @@ def nccl_vllm_053_unhandled_cuda_error() -> Case:
         inv = c.start(dt=0.2)
         vllm_boot(c, inv, "load")
         wp = c._proc(inv, "worker")[0]
-        c.app(inv, f"(VllmWorkerProcess pid={wp}) ERROR 07-24 08:26:01 multiproc_worker_utils.py:226] Exception in worker "
+        c.app(inv, f"(VllmWorkerProcess pid={wp}) ERROR {STAMP_V} multiproc_worker_utils.py:226] Exception in worker "
                    "VllmWorkerProcess while processing method init_device: NCCL error: unhandled cuda error (run with "
                    "NCCL_DEBUG=INFO for details), Traceback (most recent call last):", "worker")
         c.exit(inv, "exited", "1", restart=True)
@@ -947,7 +948,7 @@ def nccl_vllm_055_allreduce_invalid_usage() -> Case:
             '  File "/home/wjc/vllm_test/vllm/vllm/distributed/device_communicators/pynccl_wrapper.py", line 223, in NCCL_CHECK',
             "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
         ]:
-            c.app(inv, f"(VllmWorkerProcess pid={wp}) ERROR 08-06 18:38:55 multiproc_worker_utils.py:226] {line}",
+            c.app(inv, f"(VllmWorkerProcess pid={wp}) ERROR {STAMP_V} multiproc_worker_utils.py:226] {line}",
                   "worker", dt=0.0)
         c.exit(inv, "exited", "1", restart=True)
     return expect(c, "nccl_failure", True, ["NCCL error: invalid usage"], ["healthy"],
@@ -1049,7 +1050,7 @@ def xid_sgl_149_nvlink_watchdog() -> Case:
     c.kernel_line("NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 0x00000000 "
                   "0x00000000 0x00000000 0x00000000 0x00000000)", dt=1.0)
     c.many(inv, [
-        "[rank3]:[E1021 14:13:11.080940123 ProcessGroupNCCL.cpp:685] [Rank 3] Watchdog caught collective operation "
+        f"[rank3]:[E{STAMP_G}.080940123 ProcessGroupNCCL.cpp:685] [Rank 3] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=88213, OpType=ALLREDUCE, NumelIn=917504, NumelOut=917504, Timeout(ms)=600000) ran "
         "for 600047 milliseconds before timing out.",
         "terminate called after throwing an instance of 'c10::DistBackendError'",
@@ -1334,7 +1335,7 @@ def stop_vllm_053_tp_worker_hang() -> Case:
     t = c.stopping(inv, "stop")
     c.app(inv, "INFO:     Shutting down", dt=0.1)
     wp = c._proc(inv, "worker")[0]
-    c.app(inv, f"(VllmWorkerProcess pid={wp}) INFO 08-15 11:37:35 multiproc_worker_utils.py:237] Worker exiting",
+    c.app(inv, f"(VllmWorkerProcess pid={wp}) INFO {STAMP_V} multiproc_worker_utils.py:237] Worker exiting",
           "worker", dt=0.5)
     c.stop_timeout(inv, ["main", "worker1"], after=89.0)
     c.extra = {"actions": [{"at": c.iso(t - 0.5), "who": "dana", "action": "stop", "detail": "maintenance"}]}
@@ -1354,7 +1355,7 @@ def stop_vllm_018_startup_interrupt_hang() -> Case:
     t = c.stopping(inv, "restart")
     for w in ("worker", "worker1"):
         c.app(inv, c.vlog("WARNING", "multiproc_executor.py:866", "WorkerProc was terminated"), w, dt=0.1)
-    c.app(inv, "[rank0]:[W604 11:18:57.117195760 ProcessGroupNCCL.cpp:1476] Warning: WARNING: destroy_process_group() "
+    c.app(inv, f"[rank0]:[W{STAMP_G}.117195760 ProcessGroupNCCL.cpp:1476] Warning: WARNING: destroy_process_group() "
                "was not called before program exit, which can leak resources. For more info, please see "
                "https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())", "worker", dt=0.2,
           tag=False)
@@ -1400,11 +1401,11 @@ def op_vllm_085_restart_during_compile() -> Case:
     c = Case("op_vllm_085_restart_during_compile", "vllm", "0.8.5", day=5, hour=18, model="/models/gemma-3-1b-it")
     inv = c.start()
     vllm_boot(c, inv, "weights")
-    c.app(inv, 'DEBUG 05-08 00:41:43 [decorators.py:203] Start compiling function <code object forward at 0xcdef740, '
+    c.app(inv, f'DEBUG {STAMP_V} [decorators.py:203] Start compiling function <code object forward at 0xcdef740, '
                'file "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/llama.py", line 343>', "engine")
     t = c.stopping(inv, "restart", dt=2.0)
-    c.app(inv, "DEBUG 05-08 00:41:45 [core.py:392] EngineCore exiting.", "engine", dt=0.1)
-    c.app(inv, "[rank0]:[W508 00:41:45.803613446 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() "
+    c.app(inv, f"DEBUG {STAMP_V} [core.py:392] EngineCore exiting.", "engine", dt=0.1)
+    c.app(inv, f"[rank0]:[W{STAMP_G}.803613446 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() "
                "was not called before program exit, which can leak resources. For more info, please see "
                "https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())", "engine")
     c.clean_exit(inv)

@@ -34,7 +34,8 @@ MSG_IDS = {
     "oom": "fe6faa94e7774663a0da52717891d8ef",
     "suppressed": "a596d6fe7bfa4994828e72309e95d61e",
 }
-STAMP_S, STAMP_V = "\x00sglang-time\x00", "\x00vllm-time\x00"  # placeholders for the writing time of a line
+# placeholders for the writing time of a line: SGLang `%Y-%m-%d %H:%M:%S`, vLLM `%m-%d %H:%M:%S`, glog `MDD HH:MM:SS`
+STAMP_S, STAMP_V, STAMP_G = "\x00sglang-time\x00", "\x00vllm-time\x00", "\x00glog-time\x00"
 SIGNALS = {"9": "KILL", "15": "TERM", "11": "SEGV", "6": "ABRT"}
 EXIT_NAMES = {"1": "FAILURE", "2": "INVALIDARGUMENT", "3": "NOTIMPLEMENTED"}
 
@@ -173,7 +174,9 @@ class Case:
         t = self.at(dt)
         pid, comm, cmdline = self._proc(inv, role)
         if msg is not None:
-            msg = msg.replace(STAMP_S, self.stamp()).replace(STAMP_V, self.vstamp())
+            now = datetime.fromtimestamp(self.t, UTC)
+            glog = f"{now.month}{now.day:02d} {now:%H:%M:%S}"  # c10's glog prefix: month unpadded (`W508`, `E1021`)
+            msg = msg.replace(STAMP_S, self.stamp()).replace(STAMP_V, self.vstamp()).replace(STAMP_G, glog)
         d = self._base(t)
         d.update({
             "PRIORITY": "6",
@@ -208,7 +211,9 @@ class Case:
         return f"[{STAMP_S}{' ' + rank if rank and self.tp > 1 else ''}] {msg}"
 
     def vlog(self, level: str, where: str, msg: str) -> str:
-        """vLLM's `LEVEL mm-dd HH:MM:SS [file.py:N] msg`; the time is the line's, filled in by `app`."""
+        """vLLM's `LEVEL mm-dd HH:MM:SS [file.py:N] msg` (before 0.8: `file.py:N]`); the time is filled in by `app`."""
+        if self.vtuple < (0, 8):
+            return f"{level} {STAMP_V} {where}] {msg}"
         return f"{level} {STAMP_V} [{where}] {msg}"
 
     # --- systemd (PID 1, systemd 252) -------------------------------------------------------------
