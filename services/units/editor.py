@@ -195,19 +195,36 @@ def rewrite_exec_start(text: str, new_argv: Sequence[str]) -> str:
     return _apply(text, region, edits, removed, appended)
 
 
-def _apply(text: str, region: _Region, edits: list[tuple[int, int, str]], removed: set[int],
-           appended: list[str]) -> str:
+Edit = tuple[int, int, str]
+
+
+def _apply(text: str, region: _Region, edits: list[Edit], removed: set[int], appended: list[str]) -> str:
+    """Lay out the word edits: drop removed words (and lines left empty), fix continuations, append words."""
+    kept = [t for i, t in enumerate(region.tokens) if i not in removed]
+    dropped_lines = _dropped_lines(region, kept)
+    edits = edits + _removal_edits(text, region, removed, dropped_lines)
     lines = region.lines
-    tokens = region.tokens
-    tokens_per_line: dict[int, list[int]] = {}
-    for idx, tok in enumerate(tokens):
-        tokens_per_line.setdefault(tok.line, []).append(idx)
-    kept = [t for i, t in enumerate(tokens) if i not in removed]
-    dropped_lines: set[int] = set()
-    for li in tokens_per_line:
-        ln = lines[li]
-        if li != 0 and not any(t.start <= ln.end and t.end > ln.start for t in kept):
-            dropped_lines.add(li)
+    content = [i for i, ln in enumerate(lines) if not ln.comment and i not in dropped_lines]
+    line_edits: list[Edit] = [(lines[li].start, lines[li].newline_end, "") for li in dropped_lines]
+    # continuation markers: every kept content line but the last must continue, the last must not
+    multi = len(content) > 1 or bool(appended and len([ln for ln in lines if not ln.comment]) > 1)
+    line_edits += _continuation_edits(text, region, content, must_continue_last=bool(appended) and multi)
+    if appended:
+        line_edits.append(_append_edit(text, lines[content[-1]], kept, appended, multi))
+    return _splice(text, edits + line_edits)
+
+
+def _dropped_lines(region: _Region, kept: list[_Token]) -> set[int]:
+    """Continuation lines whose every word is removed (never the first line)."""
+    lines = region.lines
+    with_tokens = {tok.line for tok in region.tokens}
+    return {li for li in with_tokens
+            if li != 0 and not any(t.start <= lines[li].end and t.end > lines[li].start for t in kept)}
+
+
+def _removal_edits(text: str, region: _Region, removed: set[int], dropped_lines: set[int]) -> list[Edit]:
+    """Cut each run of adjacent removed words on a kept line, with the blanks that separated it."""
+    tokens, lines = region.tokens, region.lines
     runs: list[list[int]] = []
     for idx in sorted(removed):
         tok = tokens[idx]
@@ -219,6 +236,7 @@ def _apply(text: str, region: _Region, edits: list[tuple[int, int, str]], remove
             runs[-1].append(idx)
         else:
             runs.append([idx])
+    out: list[Edit] = []
     for run in runs:
         first_tok, last_tok = tokens[run[0]], tokens[run[-1]]
         line = lines[first_tok.line]
@@ -230,46 +248,48 @@ def _apply(text: str, region: _Region, edits: list[tuple[int, int, str]], remove
             end = last_tok.end
             while end < line.end and text[end] in " \t":
                 end += 1
-            edits.append((first_tok.start, end, ""))
+            out.append((first_tok.start, end, ""))
         else:
-            edits.append((cut, last_tok.end, ""))
-    content = [i for i, ln in enumerate(lines) if not ln.comment and i not in dropped_lines]
-    last_content = content[-1]
-    line_edits: list[tuple[int, int, str]] = []
-    for li in dropped_lines:
-        line_edits.append((lines[li].start, lines[li].newline_end, ""))
-    # continuation markers: every kept content line but the last must continue, the last must not
-    multi = len(content) > 1 or bool(appended and len([ln for ln in lines if not ln.comment]) > 1)
+            out.append((cut, last_tok.end, ""))
+    return out
+
+
+def _continuation_edits(text: str, region: _Region, content: list[int], *, must_continue_last: bool) -> list[Edit]:
+    out: list[Edit] = []
     for li in content:
-        ln = lines[li]
-        must_continue = li != last_content or (bool(appended) and multi)
+        ln = region.lines[li]
+        must_continue = li != content[-1] or must_continue_last
         if ln.continued and not must_continue:
             cut = ln.end - 1
             while cut > ln.start and text[cut - 1] in " \t":
                 cut -= 1
-            line_edits.append((cut, ln.end, ""))
+            out.append((cut, ln.end, ""))
         elif not ln.continued and must_continue:
-            line_edits.append((ln.end, ln.end, " \\"))
-    if appended:
-        last = lines[last_content]
-        if multi:
-            body = text[last.start:last.end]
-            indent = body[:len(body) - len(body.lstrip(" \t"))] or "    "
-            groups: list[list[str]] = []
-            for w in appended:
-                if w.startswith("--") or not groups:
-                    groups.append([w])
-                else:
-                    groups[-1].append(w)
-            chunk = " \\\n".join(indent + " ".join(g) for g in groups)
-            line_edits.append((last.end, last.end, "\n" + chunk))
+            out.append((ln.end, ln.end, " \\"))
+    return out
+
+
+def _append_edit(text: str, last: Line, kept: list[_Token], appended: list[str], multi: bool) -> Edit:
+    """New words: one `--flag value` group per continuation line when the unit is laid out that way."""
+    if not multi:
+        last_tok_end = max(t.end for t in kept)
+        return (last_tok_end, last_tok_end, " " + " ".join(appended))
+    body = text[last.start:last.end]
+    indent = body[:len(body) - len(body.lstrip(" \t"))] or "    "
+    groups: list[list[str]] = []
+    for w in appended:
+        if w.startswith("--") or not groups:
+            groups.append([w])
         else:
-            last_tok_end = max(t.end for t in kept)
-            line_edits.append((last_tok_end, last_tok_end, " " + " ".join(appended)))
-    all_edits = sorted(edits + line_edits, key=lambda e: (e[0], e[1]))
+            groups[-1].append(w)
+    chunk = " \\\n".join(indent + " ".join(g) for g in groups)
+    return (last.end, last.end, "\n" + chunk)
+
+
+def _splice(text: str, edits: list[Edit]) -> str:
     out: list[str] = []
     pos = 0
-    for start, end, repl in all_edits:
+    for start, end, repl in sorted(edits, key=lambda e: (e[0], e[1])):
         if start < pos:
             raise UnitError("pitcrew could not lay out this ExecStart= edit safely; edit it by hand.")
         out.append(text[pos:start])

@@ -197,50 +197,63 @@ def check_plain(text: str, what: str) -> None:
 
 def parse_value(flag: FlagDef, text: str) -> str:
     """Check ``text`` as a value of ``flag`` and return it normalized (``"0.85"``, ``"10"``, ``"EAGLE"``)."""
-    what = flag.short
-    check_plain(text, what)
-    if flag.kind == "bool":
-        low = text.lower()
-        if low in _TRUE:
-            return "true"
-        if low in _FALSE:
-            return "false"
-        raise UserInputError(f"{what} is an on/off switch: say on or off.")
-    if flag.kind == "choice":
-        for choice in flag.choices:
-            if choice.lower() == text.lower():
-                return choice
-        suggestion = _suggest(text.upper() if flag.choices[0].isupper() else text.lower(), flag.choices)
-        hint = f" Did you mean {suggestion}?" if suggestion else ""
-        raise UserInputError(f"{what} must be one of {', '.join(flag.choices)}.{hint}")
-    if flag.kind == "str":
-        if text.startswith("-"):
-            raise UserInputError(f"The value for {what} cannot start with '-'.")
-        if ".." in text.split("/"):
-            raise UserInputError(f"The value for {what} cannot contain '..' path parts.")
-        return text
+    check_plain(text, flag.short)
+    if flag.kind in _TEXT_PARSERS:
+        return _TEXT_PARSERS[flag.kind](flag, text)
     if text in flag.specials:
         return text
-    if flag.kind == "int":
-        if not _INT_RE.fullmatch(text):
-            raise UserInputError(f"{what} must be {flag.describe()}.")
-        number: float = int(text)
-        normalized = str(int(text))
-    else:
-        if not _FLOAT_RE.fullmatch(text):
-            raise UserInputError(f"{what} must be {flag.describe()}.")
-        number = float(text)
-        if not math.isfinite(number):
-            raise UserInputError(f"{what} must be a finite number.")
-        normalized = repr(number)
+    number, normalized = _number(flag, text)
     lo, hi = flag.minimum, flag.maximum
     if flag.exclusive:
         bad = (lo is not None and number <= lo) or (hi is not None and number >= hi)
     else:
         bad = (lo is not None and number < lo) or (hi is not None and number > hi)
     if bad:
-        raise UserInputError(f"{what} must be {flag.describe()}; {normalized} is out of range.")
+        raise UserInputError(f"{flag.short} must be {flag.describe()}; {normalized} is out of range.")
     return normalized
+
+
+def _bool_value(flag: FlagDef, text: str) -> str:
+    low = text.lower()
+    if low in _TRUE:
+        return "true"
+    if low in _FALSE:
+        return "false"
+    raise UserInputError(f"{flag.short} is an on/off switch: say on or off.")
+
+
+def _choice_value(flag: FlagDef, text: str) -> str:
+    for choice in flag.choices:
+        if choice.lower() == text.lower():
+            return choice
+    suggestion = _suggest(text.upper() if flag.choices[0].isupper() else text.lower(), flag.choices)
+    hint = f" Did you mean {suggestion}?" if suggestion else ""
+    raise UserInputError(f"{flag.short} must be one of {', '.join(flag.choices)}.{hint}")
+
+
+def _str_value(flag: FlagDef, text: str) -> str:
+    if text.startswith("-"):
+        raise UserInputError(f"The value for {flag.short} cannot start with '-'.")
+    if ".." in text.split("/"):
+        raise UserInputError(f"The value for {flag.short} cannot contain '..' path parts.")
+    return text
+
+
+_TEXT_PARSERS = {"bool": _bool_value, "choice": _choice_value, "str": _str_value}
+
+
+def _number(flag: FlagDef, text: str) -> tuple[float, str]:
+    """The number `text` says for an int or float flag, and its normalized spelling."""
+    if flag.kind == "int":
+        if not _INT_RE.fullmatch(text):
+            raise UserInputError(f"{flag.short} must be {flag.describe()}.")
+        return int(text), str(int(text))
+    if not _FLOAT_RE.fullmatch(text):
+        raise UserInputError(f"{flag.short} must be {flag.describe()}.")
+    number = float(text)
+    if not math.isfinite(number):
+        raise UserInputError(f"{flag.short} must be a finite number.")
+    return number, repr(number)
 
 
 @dataclass(frozen=True)
@@ -266,7 +279,11 @@ def format_change(change: FlagChange) -> str:
     return line
 
 
-def _current(argv: Sequence[str]) -> dict[FlagDef, tuple[str, int, int, str, bool]]:
+# per flag found in argv: (value, index, word count, spelling, written with '=')
+CurrentFlags = dict[FlagDef, tuple[str, int, int, str, bool]]
+
+
+def _current(argv: Sequence[str]) -> CurrentFlags:
     """Schema flags in argv: flag -> (value, index, count, spelling, uses '=')."""
     out: dict[FlagDef, tuple[str, int, int, str, bool]] = {}
     for name, value, idx, count in parse_flags(argv, SWITCHES):
@@ -283,6 +300,22 @@ def _current(argv: Sequence[str]) -> dict[FlagDef, tuple[str, int, int, str, boo
 def apply_changes(argv: Sequence[str], changes: Mapping[str, str | None]) -> FlagPlan:
     """Plan ``changes`` (flag word -> value, None to remove) on an ExecStart argv, coupling included."""
     current = _current(argv)
+    wanted = _wanted(changes)
+    effective: dict[FlagDef, str] = {f: v[0] for f, v in current.items()}
+    for fdef, value in wanted.items():
+        if value is None:
+            effective.pop(fdef, None)
+        else:
+            effective[fdef] = value
+    derived, notes = _coupled(current, wanted, effective)
+    final: dict[FlagDef, str | None] = dict(wanted)
+    for fdef, (value, _) in derived.items():
+        final[fdef] = value
+    return _rewrite(argv, current, final, derived, notes)
+
+
+def _wanted(changes: Mapping[str, str | None]) -> dict[FlagDef, str | None]:
+    """The asked-for changes by flag, values checked and normalized (a switch turned off is a removal)."""
     wanted: dict[FlagDef, str | None] = {}
     for word, raw in changes.items():
         fdef = resolve_flag(word)
@@ -292,12 +325,12 @@ def apply_changes(argv: Sequence[str], changes: Mapping[str, str | None]) -> Fla
         if fdef.kind == "bool" and value == "false":
             value = None
         wanted[fdef] = value
-    effective: dict[FlagDef, str] = {f: v[0] for f, v in current.items()}
-    for fdef, value in wanted.items():
-        if value is None:
-            effective.pop(fdef, None)
-        else:
-            effective[fdef] = value
+    return wanted
+
+
+def _coupled(current: CurrentFlags, wanted: Mapping[FlagDef, str | None],
+             effective: dict[FlagDef, str]) -> tuple[dict[FlagDef, tuple[str | None, str]], list[str]]:
+    """SGLang's own couplings: draft tokens follow steps when topk is 1; notes on what SGLang will do."""
     derived: dict[FlagDef, tuple[str | None, str]] = {}
     notes: list[str] = []
     algo = effective.get(ALGO)
@@ -305,26 +338,26 @@ def apply_changes(argv: Sequence[str], changes: Mapping[str, str | None]) -> Fla
     if algo is None and any(f in _SPEC_FLAGS and v is not None for f, v in wanted.items()):
         raise UserInputError("This unit has no --speculative-algorithm, so speculative flags would do "
                              "nothing. Add one, e.g. 'try algo=EAGLE steps=3'.")
-    if algo in EAGLE_FAMILY and touched_spec and STEPS in effective:
-        topk = int(effective.get(TOPK, "1"))
-        steps = int(effective[STEPS])
-        if topk == 1:
-            want = str(steps + 1)
-            if DRAFT in wanted and wanted[DRAFT] is not None and wanted[DRAFT] != want:
-                raise UserInputError(f"With topk 1, SGLang always uses steps + 1 = {want} draft tokens. "
-                                     f"Ask for draft {want}, or leave draft out.")
-            if DRAFT not in wanted and DRAFT in effective and effective[DRAFT] != want:
-                derived[DRAFT] = (want, "with topk 1 SGLang uses steps + 1 draft tokens")
-                effective[DRAFT] = want
-            elif DRAFT not in effective:
-                notes.append(f"SGLang will use {want} draft tokens (steps + 1, because topk is 1).")
+    if algo in EAGLE_FAMILY and touched_spec and STEPS in effective and int(effective.get(TOPK, "1")) == 1:
+        want = str(int(effective[STEPS]) + 1)
+        if DRAFT in wanted and wanted[DRAFT] is not None and wanted[DRAFT] != want:
+            raise UserInputError(f"With topk 1, SGLang always uses steps + 1 = {want} draft tokens. "
+                                 f"Ask for draft {want}, or leave draft out.")
+        if DRAFT not in wanted and DRAFT in effective and effective[DRAFT] != want:
+            derived[DRAFT] = (want, "with topk 1 SGLang uses steps + 1 draft tokens")
+            effective[DRAFT] = want
+        elif DRAFT not in effective:
+            notes.append(f"SGLang will use {want} draft tokens (steps + 1, because topk is 1).")
     if ALGO in wanted and algo is not None and ALGO not in current and _BY_NAME[
             "--max-running-requests"] not in effective:
         notes.append("SGLang caps max_running_requests at 48 with speculative decoding "
                      "unless --max-running-requests is given.")
-    final: dict[FlagDef, str | None] = dict(wanted)
-    for fdef, (value, _) in derived.items():
-        final[fdef] = value
+    return derived, notes
+
+
+def _rewrite(argv: Sequence[str], current: CurrentFlags, final: Mapping[FlagDef, str | None],
+             derived: Mapping[FlagDef, tuple[str | None, str]], notes: list[str]) -> FlagPlan:
+    """The new argv (each flag changed where it stands, new flags at the end) and the diff."""
     slots: list[list[str]] = [[w] for w in argv]
     tail: list[str] = []
     diff: list[FlagChange] = []
@@ -335,19 +368,20 @@ def apply_changes(argv: Sequence[str], changes: Mapping[str, str | None]) -> Fla
             continue
         reason = derived[fdef][1] if fdef in derived else ""
         diff.append(FlagChange(fdef.name, old_value, value, derived=fdef in derived, reason=reason))
-        if old is not None:
-            _, idx, count, spelling, uses_eq = old
-            if value is None:
-                for k in range(idx, idx + count):
-                    slots[k] = []
-            elif fdef.kind == "bool":
-                pass
-            elif uses_eq or count == 1:
-                slots[idx] = [f"{spelling}={value}"]
-            else:
-                slots[idx + 1] = [value]
-        elif value is not None:
-            tail.extend([fdef.name] if fdef.kind == "bool" else [fdef.name, value])
+        if old is None:
+            if value is not None:
+                tail.extend([fdef.name] if fdef.kind == "bool" else [fdef.name, value])
+            continue
+        _, idx, count, spelling, uses_eq = old
+        if value is None:
+            for k in range(idx, idx + count):
+                slots[k] = []
+        elif fdef.kind == "bool":
+            pass
+        elif uses_eq or count == 1:
+            slots[idx] = [f"{spelling}={value}"]
+        else:
+            slots[idx + 1] = [value]
     new_argv = tuple(w for slot in slots for w in slot) + tuple(tail)
     return FlagPlan(new_argv, tuple(diff), tuple(notes))
 
