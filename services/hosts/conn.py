@@ -23,6 +23,7 @@ import asyncssh
 
 from services.errors import HostKeyMismatch, HostTimeout, HostUnreachable
 from services.hosts.contract import HostSpec, program_name
+from services.retry import Backoff
 
 log = logging.getLogger("pitcrew.hosts")
 
@@ -185,7 +186,7 @@ class SshConnection:
         time) it raises `HostTimeout`: nothing was started.
         """
         reconnected = False
-        delay = 0.01
+        session_backoff, refusals = Backoff(initial_s=0.01, max_s=0.2, jitter=False), 0
 
         def budget(limit: float) -> float:
             end = limit if deadline is None else min(limit, deadline)
@@ -209,6 +210,7 @@ class SshConnection:
                 return await asyncio.wait_for(opener(conn), max(budget(open_limit), 0.001))
             except asyncssh.ChannelOpenError:
                 if not conn.is_closed():
+                    delay = session_backoff.delay(refusals)
                     if budget(open_limit) <= delay:
                         if deadline is not None and time.monotonic() + delay >= deadline:
                             raise not_started() from None
@@ -216,7 +218,7 @@ class SshConnection:
                             f"{self.label().capitalize()} refused a new SSH session.", host=self.spec.name
                         ) from None
                     await asyncio.sleep(delay)
-                    delay = min(delay * 2, 0.2)
+                    refusals += 1
                     continue
             except TimeoutError:
                 if deadline is not None and time.monotonic() >= deadline:
