@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from slack_sdk.models.blocks import Block
 
 from bot.render import (
     MAX_BLOCKS,
@@ -130,3 +131,21 @@ def test_click_receipt_replaces_buttons() -> None:
     blocks = render_click_receipt(list(msg.blocks), "<@U2>", "Yes <now>")
     assert not any(b["type"] == "actions" for b in blocks)
     assert blocks[-1]["elements"][0]["text"] == "<@U2> chose *Yes &lt;now&gt;*"
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_every_block_passes_slack_sdks_own_block_kit_validation(name: str) -> None:
+    """Checked against Slack's published limits as slack_sdk encodes them (`Block.parse(...).validate_json()`:
+    section text 3,000, header 150, context elements 10, actions elements 25, button text 75, action_id 255),
+    not against the renderer's own constants. slack_sdk does not check the table block's sizes, so those come
+    from Slack's reference (https://docs.slack.dev/reference/block-kit/blocks/table-block: at most 100 rows,
+    20 cells a row): written here, not imported from the renderer."""
+    for msg in render_reply(CORPUS[name]):
+        assert len(msg.blocks) <= 50  # https://docs.slack.dev/reference/block-kit/blocks: up to 50 in a message
+        for block in msg.blocks:
+            parsed = Block.parse(block)
+            assert parsed is not None and parsed.type == block["type"], block["type"]
+            parsed.validate_json()  # raises SlackObjectFormationError on any broken limit
+            if block["type"] == "table":
+                assert len(block["rows"]) <= 100
+                assert all(len(row) <= 20 for row in block["rows"])
