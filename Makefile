@@ -5,12 +5,14 @@ STAMP := $(VENV)/.installed
 # The suite waits on simulated hosts and servers more than it computes: 4 workers halve its wall time on 2 cores.
 TEST_WORKERS ?= 4
 
-.PHONY: demo test lint install
+.PHONY: demo test lint install lock
 
-$(STAMP): pyproject.toml
+# Installs exactly the versions in requirements.lock (hash-checked: what CI tested), then pitcrew itself.
+$(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install -q --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,3 +28,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy bot handlers services
+
+# Re-pin every dependency (with hashes) after a change to pyproject.toml's dependencies.
+lock: $(STAMP)
+	$(VENV)/bin/pip install -q pip-tools
+	$(VENV)/bin/pip-compile -q --generate-hashes --allow-unsafe --no-emit-index-url --no-emit-trusted-host --no-emit-find-links --extra dev --strip-extras -o requirements.lock pyproject.toml
