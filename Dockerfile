@@ -8,13 +8,17 @@ RUN apt-get update \
  && useradd --create-home --uid 10001 pitcrew
 
 WORKDIR /app
+# the locked versions first (a layer that changes only with the lock), then pitcrew itself, non-editable:
+# the migrations travel inside the installed package, so /app is not needed at run time
+COPY requirements.lock ./
+RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY handlers ./handlers
 COPY services ./services
 COPY simhost ./simhost
 COPY migrations ./migrations
-RUN pip install -e . && chown -R pitcrew /app
+RUN pip install --no-deps . && rm -rf /app/build
 
 USER pitcrew
 WORKDIR /home/pitcrew
