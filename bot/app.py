@@ -26,6 +26,7 @@ from services.events import EventBus
 from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, job_pipeline
 from services.hosts import HostPool, HostSpec
 from services.jobs import JobRunner
+from services.status import FleetStatus
 from services.store import AuditLog, Database, Leases, OutboxStore, Schedules
 from services.units import Revisions
 
@@ -103,8 +104,9 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
                      describe_host=experiments.describe_host)
     JobNotifier(bus, outbox, results)
     schedules = Schedules(db, audit)
+    status = FleetStatus(ops=experiments.ops, jobs=jobs, results=results, incidents=incidents)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
-                    host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules)
+                    host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules, status=status)
     router = Router(domain, policy_of(settings))
     core = Core(settings=settings, db=db, bus=bus, audit=audit, store=store, outbox=outbox, wake=wake, hosts=hosts,
                 jobs=jobs, experiments=experiments, results=results, revisions=revisions, router=router,

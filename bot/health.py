@@ -10,9 +10,8 @@ import time
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import func, select
 
-from services.store import Incident, Job
+from services.status import HealthQuery
 
 
 class LoopLag:
@@ -53,17 +52,16 @@ class HealthServer:
         self.lag.start()
         self.started = time.time()
         self.db_ok = True
+        self.query = HealthQuery(core.db, core.store)
 
     async def figures(self) -> dict[str, Any]:
         core = self.core
         out: dict[str, Any] = {"loop_lag_p99_ms": self.lag.p99_ms(), "uptime_s": time.time() - self.started}
         try:
-            async with core.db.sessions() as s:
-                rows = (await s.execute(select(Job.state, func.count()).group_by(Job.state))).all()
-                out["jobs"] = {state: int(n) for state, n in rows}
-                out["incidents_open"] = int(await s.scalar(
-                    select(func.count()).select_from(Incident).where(Incident.state == "open")) or 0)
-            out["outbox_depth"] = await core.store.depth()
+            counts = await self.query.counts()
+            out["jobs"] = counts.jobs
+            out["incidents_open"] = counts.incidents_open
+            out["outbox_depth"] = counts.outbox_depth
             self.db_ok = True
         except Exception:
             self.db_ok = False

@@ -1,7 +1,8 @@
-"""Authorization: roles from policy, the role each command needs, channel → host limits, rate limits.
+"""Authorization: roles from policy, the role check, channel → host limits, rate limits.
 
 Roles are ordered viewer < experimenter < operator < admin. A user's role is the highest of the
-roles given to their user id and their groups, else the default (``*``), else viewer.
+roles given to their user id and their groups, else the default (``*``), else viewer. The role
+each command needs is declared with the command (`handlers.spec.command`).
 """
 
 from __future__ import annotations
@@ -10,50 +11,14 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from handlers.commands import (
-    Ack,
-    Again,
-    Bench,
-    Cancel,
-    Command,
-    Compare,
-    Confirm,
-    Deny,
-    Diff,
-    Help,
-    History,
-    KillStale,
-    Logs,
-    Mute,
-    Queue,
-    Rollback,
-    Schedule,
-    Schedules,
-    Show,
-    Status,
-    Sweep,
-    Try,
-    Unschedule,
-)
 from handlers.contract import Actor, ChatMessage
 from services.errors import NotAuthorized, RateLimited
 from services.store import AuditActor
 
-ROLES = ("viewer", "experimenter", "operator", "admin")
-
-NEEDS: dict[type[Command], str] = {
-    Status: "viewer", History: "viewer", Show: "viewer", Compare: "viewer", Queue: "viewer", Help: "viewer",
-    Diff: "viewer", Logs: "viewer", Schedules: "viewer",
-    Try: "experimenter", Sweep: "experimenter", Bench: "experimenter", Cancel: "experimenter",
-    Again: "experimenter", Confirm: "experimenter", Deny: "experimenter",
-    Rollback: "operator", KillStale: "operator", Mute: "operator", Ack: "operator", Schedule: "operator",
-    Unschedule: "operator",
-}
-
-CONFIRM_NAMES: dict[type[Command], str] = {Try: "try", Sweep: "sweep", Bench: "bench", Rollback: "rollback",
-                                           KillStale: "kill-stale", Again: "try"}
-
+Role = Literal["viewer", "experimenter", "operator", "admin"]
+ROLES: tuple[Role, ...] = ("viewer", "experimenter", "operator", "admin")
 
 @dataclass(frozen=True)
 class Policy:
@@ -76,12 +41,11 @@ def at_least(role: str, needed: str) -> bool:
     return ROLES.index(role) >= ROLES.index(needed)
 
 
-def require(actor: Actor, cmd: Command, policy: Policy) -> str:
-    """The actor's role, or `NotAuthorized` naming the role the command needs."""
+def require(actor: Actor, command: str, needed: str, policy: Policy) -> str:
+    """The actor's role, or `NotAuthorized` naming the role `command` needs."""
     role = role_of(actor, policy)
-    needed = NEEDS.get(type(cmd), "admin")
     if not at_least(role, needed):
-        raise NotAuthorized(f"`{cmd.verb}` needs the {needed} role; you are {role}. Ask an admin to grant it.")
+        raise NotAuthorized(f"`{command}` needs the {needed} role; you are {role}. Ask an admin to grant it.")
     return role
 
 

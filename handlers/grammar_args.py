@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-from handlers.commands import Command
 from services.errors import UserInputError
 from services.units import FlagDef, lookup_flag, parse_value, resolve_flag
 
@@ -117,10 +116,9 @@ def only_host(args: list[str], name: str) -> str | None:
     return parse_host(rest[0]) if rest else host
 
 
-def no_args(args: list[str], cmd: Command) -> Command:
+def no_args(args: list[str], name: str) -> None:
     if args:
-        raise UserInputError(f"'{cmd.verb}' takes nothing after it.")
-    return cmd
+        raise UserInputError(f"'{name}' takes nothing after it.")
 
 
 def one_id(args: list[str], what: str, usage: str, skip: tuple[str, ...]) -> int:

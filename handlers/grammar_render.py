@@ -1,7 +1,8 @@
-"""Canonical text of a command: `render(cmd)` is what `handlers.grammar.parse` reads back as ``cmd``.
+"""Canonical text of each command: what `handlers.grammar.parse` reads back as the same command.
 
-Owns the one spelling pitcrew stores and shows (schedules' ``command_text``, button commands):
-SGLang's canonical flag names with ``=``, ``on <host>``, ``c=1,4``.
+Owns the one spelling pitcrew stores and shows (schedules' ``command_text``, the audit log's
+canonical form, button commands): SGLang's canonical flag names with ``=``, ``on <host>``,
+``c=1,4``. One function per command; each command's declaration names its own.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from handlers.commands import (
     Again,
     Bench,
     Cancel,
-    Command,
     Compare,
     Confirm,
     Deny,
@@ -21,8 +21,10 @@ from handlers.commands import (
     KillStale,
     Logs,
     Mute,
+    Queue,
     Rollback,
     Schedule,
+    Schedules,
     Show,
     Status,
     Sweep,
@@ -30,7 +32,12 @@ from handlers.commands import (
     Unschedule,
 )
 
-__all__ = ["render"]
+__all__ = [
+    "render_ack", "render_again", "render_bench", "render_cancel", "render_compare", "render_confirm",
+    "render_deny", "render_diff", "render_help", "render_history", "render_kill_stale", "render_logs",
+    "render_mute", "render_queue", "render_rollback", "render_schedule", "render_schedules", "render_show",
+    "render_status", "render_sweep", "render_try", "render_unschedule",
+]
 
 
 def _opt(prefix: str, value: object | None) -> str:
@@ -41,43 +48,92 @@ def _levels_text(levels: tuple[int, ...] | None) -> str:
     return "" if levels is None else " c=" + ",".join(str(c) for c in levels)
 
 
-def render(cmd: Command) -> str:
-    """Canonical text for a command; ``parse(render(cmd)) == cmd``."""
-    if isinstance(cmd, Try):
-        body = " ".join(f"{f}={v}" for f, v in cmd.changes)
-        return f"try {body}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Sweep):
-        return f"sweep {cmd.flag}={','.join(cmd.values)}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Bench):
-        return f"bench{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Status | Diff):
-        return f"{cmd.verb}{_opt('on ', cmd.host)}"
-    if isinstance(cmd, Cancel | Show):
-        return f"{cmd.verb} {cmd.job_id}"
-    if isinstance(cmd, Rollback):
-        return f"rollback{_opt('on ', cmd.host)}{_opt('to ', cmd.to_revision)}"
-    if isinstance(cmd, Compare):
-        return f"compare {cmd.a} {cmd.b}"
-    if isinstance(cmd, History):
-        return f"history{_opt('on ', cmd.host)}{_opt('', cmd.n)}"
-    if isinstance(cmd, Logs):
-        return f"logs{_opt('on ', cmd.host)}{_opt('incident ', cmd.incident_id)}{_opt('', cmd.n)}"
-    if isinstance(cmd, KillStale):
-        return f"kill-stale{_opt('on ', cmd.host)} {cmd.pid}"
-    if isinstance(cmd, Mute):
-        return f"mute {cmd.incident_id} for {cmd.minutes}m"
-    if isinstance(cmd, Ack):
-        return f"ack {cmd.incident_id}"
-    if isinstance(cmd, Again):
-        if cmd.value is not None:
-            return f"again with {cmd.value}"
-        return "again" + "".join(f" {f}={v}" for f, v in cmd.changes)
-    if isinstance(cmd, Confirm | Deny):
-        return f"{cmd.verb}{_opt('', cmd.token)}"
-    if isinstance(cmd, Help):
-        return f"help{_opt('', cmd.topic)}"
-    if isinstance(cmd, Schedule):
-        return f"{cmd.cron.describe()} {render(cmd.command)}"
-    if isinstance(cmd, Unschedule):
-        return f"unschedule {cmd.schedule_id}"
-    return cmd.verb
+def render_try(cmd: Try) -> str:
+    body = " ".join(f"{f}={v}" for f, v in cmd.changes)
+    return f"try {body}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+
+
+def render_sweep(cmd: Sweep) -> str:
+    return f"sweep {cmd.flag}={','.join(cmd.values)}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+
+
+def render_bench(cmd: Bench) -> str:
+    return f"bench{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+
+
+def render_status(cmd: Status) -> str:
+    return f"status{_opt('on ', cmd.host)}"
+
+
+def render_diff(cmd: Diff) -> str:
+    return f"diff{_opt('on ', cmd.host)}"
+
+
+def render_queue(cmd: Queue) -> str:
+    return "queue"
+
+
+def render_cancel(cmd: Cancel) -> str:
+    return f"cancel {cmd.job_id}"
+
+
+def render_show(cmd: Show) -> str:
+    return f"show {cmd.job_id}"
+
+
+def render_rollback(cmd: Rollback) -> str:
+    return f"rollback{_opt('on ', cmd.host)}{_opt('to ', cmd.to_revision)}"
+
+
+def render_compare(cmd: Compare) -> str:
+    return f"compare {cmd.a} {cmd.b}"
+
+
+def render_history(cmd: History) -> str:
+    return f"history{_opt('on ', cmd.host)}{_opt('', cmd.n)}"
+
+
+def render_logs(cmd: Logs) -> str:
+    return f"logs{_opt('on ', cmd.host)}{_opt('incident ', cmd.incident_id)}{_opt('', cmd.n)}"
+
+
+def render_kill_stale(cmd: KillStale) -> str:
+    return f"kill-stale{_opt('on ', cmd.host)} {cmd.pid}"
+
+
+def render_mute(cmd: Mute) -> str:
+    return f"mute {cmd.incident_id} for {cmd.minutes}m"
+
+
+def render_ack(cmd: Ack) -> str:
+    return f"ack {cmd.incident_id}"
+
+
+def render_again(cmd: Again) -> str:
+    if cmd.value is not None:
+        return f"again with {cmd.value}"
+    return "again" + "".join(f" {f}={v}" for f, v in cmd.changes)
+
+
+def render_confirm(cmd: Confirm) -> str:
+    return f"yes{_opt('', cmd.token)}"
+
+
+def render_deny(cmd: Deny) -> str:
+    return f"no{_opt('', cmd.token)}"
+
+
+def render_help(cmd: Help) -> str:
+    return f"help{_opt('', cmd.topic)}"
+
+
+def render_schedule(cmd: Schedule) -> str:
+    return f"{cmd.cron.describe()} {cmd.command_text}"
+
+
+def render_schedules(cmd: Schedules) -> str:
+    return "schedules"
+
+
+def render_unschedule(cmd: Unschedule) -> str:
+    return f"unschedule {cmd.schedule_id}"

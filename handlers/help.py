@@ -1,20 +1,23 @@
 """Help text, built from the command registry and the flag schema so it never drifts from them.
 
-Owns `help_text(topic)`: the list of commands (usage and the class docstring's first line), one
+Owns `help_text(topic)`: the list of commands (usage and the handler docstring's first line), one
 command in full (usage, description, examples, other words that name it), the flag list, or one
 flag (its SGLang name, aliases, allowed values and what it does).
 """
 
 from __future__ import annotations
 
-from handlers.commands import COMMANDS, CommandInfo
+from typing import Any
+
+from handlers.registry import COMMANDS
+from handlers.spec import CommandSpec
 from services.errors import UserInputError
 from services.units import FLAGS, flag_help_lines, lookup_flag
 
 __all__ = ["help_text"]
 
 
-def _find(topic: str) -> CommandInfo | None:
+def _find(topic: str) -> CommandSpec[Any] | None:
     low = topic.lower()
     for info in COMMANDS:
         if low == info.name or low in info.words:
@@ -25,16 +28,15 @@ def _find(topic: str) -> CommandInfo | None:
 def _overview() -> str:
     lines = ["pitcrew commands (say 'help <command>' for more, 'help flags' for the flags):"]
     for info in COMMANDS:
-        lines.append(f"  {info.cls.usage} - {info.summary}")
+        lines.append(f"  {info.usage} - {info.summary}")
     lines.append("Flags you can change: " + ", ".join(f.short for f in FLAGS) + ".")
     return "\n".join(lines)
 
 
-def _command(info: CommandInfo) -> str:
-    doc = (info.cls.__doc__ or "").strip()
-    lines = [f"{info.cls.usage}", f"  {doc}"]
-    if info.cls.examples:
-        lines.append("  Examples: " + "; ".join(info.cls.examples))
+def _command(info: CommandSpec[Any]) -> str:
+    lines = [info.usage, f"  {info.doc}"]
+    if info.examples:
+        lines.append("  Examples: " + "; ".join(info.examples))
     others = [w for w in info.words if w != info.name]
     if others:
         lines.append("  Also: " + ", ".join(others))

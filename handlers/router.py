@@ -1,75 +1,53 @@
 """The router: the one entry point from every transport, and the one place errors become user text.
 
-`Router.dispatch(msg)` parses the text, checks the sender's role, the channel's hosts and the rate
-limit, records the command in the audit log (accepted or refused), runs its handler, and returns
-the `Reply`. Expected errors (`PitcrewError`) answer with their message; anything else answers
-with a short reference id that is in the log, never a traceback.
+`Router.dispatch(msg)` runs ordered steps: rate limit, *parse* (text → command and its
+declaration), *authorise* (the sender's role against the role the command declares),
+*confirm* (does the job it submits wait for a confirmation: `Policy.confirm` names it),
+*handle* (its handler, given a `HandlerContext`, never the router) and *audit* (accepted or
+refused, always). Expected errors (`PitcrewError`) answer with their message; anything else
+answers with a short reference id that is in the log, never a traceback.
 """
 
 from __future__ import annotations
 
-import asyncio
-import difflib
 import logging
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from handlers import grammar
-from handlers.auth import Policy, RateLimiter, audit_actor, check_channel_host, require
-from handlers.command_handlers import HANDLERS
+from handlers.auth import Policy, RateLimiter, audit_actor, require
 from handlers.commands import Command
-from handlers.contract import ChatMessage, Outbox, Reply
+from handlers.context import HandlerContext, resolve_host
+from handlers.contract import ChatMessage, Reply
+from handlers.help import help_text
+from handlers.ports import Domain
+from handlers.registry import spec_of
+from handlers.spec import CommandSpec
 from services.errors import NotAuthorized, PitcrewError, RateLimited, UserInputError
-from services.store import AuditActor, AuditLog
+from services.store import AuditActor
+
+__all__ = ["Domain", "Router"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Domain:
-    """The services the command handlers use, built by the composition root."""
-
-    jobs: Any
-    experiments: Any
-    audit: AuditLog
-    results: Any
-    revisions: Any
-    host_names: list[str]
-    outbox: Outbox
-    incidents: Any = None
-    schedules: Any = None
-    health: Any = None  # callable returning the bot's own health figures, or None
-
-
 class Router:
-    """Parse, authorize, audit, dispatch; turn every error into text."""
+    """Parse, authorise, confirm, handle, audit; turn every error into text."""
 
     def __init__(self, domain: Domain, policy: Policy) -> None:
         self.domain = domain
         self.policy = policy
         self.limiter = RateLimiter(policy.commands_per_minute)
-        # host -> (read at, shared read of its unit state): concurrent `status` callers share one SSH read
-        self.host_states: dict[str, tuple[float, asyncio.Future[tuple[str, str, str]]]] = {}
-        self._handlers = HANDLERS
 
     def resolve_host(self, msg: ChatMessage, host: str | None) -> str:
         """The host a command is about: named, or the only one this channel may use."""
-        names = self.domain.host_names
-        if host is not None:
-            if host not in names:
-                close = difflib.get_close_matches(host, names, n=1, cutoff=0.6)
-                hint = close[0] if close else None
-                raise UserInputError(f"unknown host {host!r}" + (f"; did you mean {hint}?" if hint else
-                                                                 f"; known hosts: {', '.join(names) or 'none'}"))
-            check_channel_host(msg.channel, host, self.policy)
-            return host
-        allowed = [h for h in names if h in self.policy.channel_hosts.get(msg.channel, names)]
-        if len(allowed) == 1:
-            return allowed[0]
-        if not allowed:
-            raise NotAuthorized("no host may be driven from this channel")
-        raise UserInputError(f"which host? add `on <host>` — one of {', '.join(allowed)}")
+        return resolve_host(self.domain.host_names, self.policy, msg, host)
+
+    def _authorise(self, msg: ChatMessage, spec: CommandSpec[Any]) -> str:
+        return require(msg.actor, spec.name, spec.role, self.policy)
+
+    def _confirm(self, spec: CommandSpec[Any]) -> bool:
+        return spec.confirm is not None and spec.confirm in self.policy.confirm
 
     async def dispatch(self, msg: ChatMessage) -> Reply:
         actor = audit_actor(msg)
@@ -78,9 +56,11 @@ class Router:
         try:
             self.limiter.check(msg.actor.user_id)
             cmd = grammar.parse(msg.text)
-            role = require(msg.actor, cmd, self.policy)
-            handler = self._handlers[type(cmd)]
-            reply: Reply = await handler(self, msg, cmd, role)
+            spec = spec_of(cmd)
+            role = self._authorise(msg, spec)
+            ctx = HandlerContext(domain=self.domain, policy=self.policy, role=role, confirm=self._confirm(spec),
+                                 help=help_text)
+            reply: Reply = await spec.handler(ctx, msg, cmd)
         except (NotAuthorized, RateLimited) as e:
             outcome, note = "refused", str(e)
             reply = Reply(text=f"Not done: {e}", tone="error", ephemeral=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from handlers.contract import Button, Reply, Table
 from services.experiments import LevelFigures, RunSummary, pct
+from services.status import HostStatus
 
 STATE_ICON = {"queued": "⏳", "awaiting_confirmation": "❔", "running": "🔧", "succeeded": "✅", "failed": "❌",
               "cancelled": "🚫", "interrupted": "⚠️"}
@@ -147,3 +148,23 @@ def job_line(j: Any) -> str:
     icon = STATE_ICON.get(j.state, "")
     who = j.requested_by_name or j.requested_by
     return f"{icon} job {j.id} · {j.kind} on {j.host} · {j.state} · {who} · {j.command_text[:60]}"
+
+
+STATUS_COLUMNS = ("host", "unit", "state", "restarts", "config", "job", "incidents", "last result")
+
+
+def status_row(s: HostStatus) -> tuple[str, ...]:
+    if s.state is not None:
+        state, restarts, config = f"{s.state.active_state}/{s.state.sub_state}", str(s.state.restarts), s.state.config
+    else:
+        state, restarts, config = f"unreachable ({s.unreachable})", "—", "—"
+    job = (f"#{s.running_job} running" if s.running_job else "—") + (f", {s.queued_jobs} queued"
+                                                                     if s.queued_jobs else "")
+    incidents = ", ".join(f"#{i.id} {i.cause}" for i in s.incidents) or "—"
+    last = f"{s.last_result.label}: run {s.last_result.run_id}" if s.last_result else "—"
+    return (s.host, s.unit, state, restarts, config, job, incidents, last)
+
+
+def status_table(statuses: Sequence[HostStatus]) -> Table:
+    """One row per host: unit state, restarts, configuration, jobs, open incidents, last result."""
+    return Table(columns=STATUS_COLUMNS, rows=tuple(status_row(s) for s in statuses))

@@ -8,8 +8,9 @@ import re
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from handlers.commands import COMMANDS, Command, Schedule
+from handlers.commands import Command, Schedule
 from handlers.grammar import HOST_RE, parse, render
+from handlers.registry import COMMANDS
 from services.errors import UserInputError
 from services.units.sglang_flags import FLAGS
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from handlers.commands import COMMANDS
 from handlers.grammar import parse
 from handlers.help import help_text
+from handlers.registry import COMMANDS
+from handlers.spec import CommandSpec
 from services.errors import UserInputError
 from services.units.sglang_flags import FLAGS
 
@@ -14,28 +15,26 @@ from services.units.sglang_flags import FLAGS
 def test_every_command_has_a_docstring_usage_and_examples_that_parse() -> None:
     for info in COMMANDS:
         assert info.summary, info.cls
-        assert info.cls.usage.split()[0] == info.name
-        assert info.cls.examples
-        for example in info.cls.examples:
+        assert info.usage.split()[0] == info.name
+        assert info.examples
+        for example in info.examples:
             assert type(parse(example)) is info.cls, example
 
 
 def test_overview_lists_every_command_and_flag() -> None:
     text = help_text(None)
     for info in COMMANDS:
-        assert f"{info.cls.usage} - {info.summary}" in text
+        assert f"{info.usage} - {info.summary}" in text
     for f in FLAGS:
         assert f.short in text
 
 
 @pytest.mark.parametrize("info", COMMANDS, ids=[i.name for i in COMMANDS])
-def test_help_for_each_command_comes_from_its_class(info: object) -> None:
-    from handlers.commands import CommandInfo
-
-    assert isinstance(info, CommandInfo)
+def test_help_for_each_command_comes_from_its_declaration(info: object) -> None:
+    assert isinstance(info, CommandSpec)
     for word in info.words:
         text = help_text(word)
-        assert text.startswith(info.cls.usage)
+        assert text.startswith(info.usage)
         assert info.summary in text
     topic = parse(f"help {info.words[0]}")
     assert help_text(topic.topic) == help_text(info.name)  # type: ignore[attr-defined]

@@ -1,0 +1,143 @@
+"""The commands that change or measure a host through a job: try, again, sweep, bench, rollback, kill-stale.
+
+Each handler checks what it can at once (the host, the flag, whether anything would change),
+submits a job to the job runner and posts the job's preview through the outbox; the long work
+runs later and reports through the job notifier.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handlers import views
+from handlers.auth import audit_actor
+from handlers.commands import Again, Bench, KillStale, Rollback, Sweep, Try
+from handlers.context import HandlerContext
+from handlers.contract import ChatMessage, Reply
+from handlers.grammar_render import (
+    render_again,
+    render_bench,
+    render_kill_stale,
+    render_rollback,
+    render_sweep,
+    render_try,
+)
+from handlers.grammar_rules import parse_again, parse_bench, parse_kill_stale, parse_rollback, parse_sweep, parse_try
+from handlers.spec import command
+from services.errors import Conflict, UserInputError
+from services.experiments import label_for
+from services.units import parse_value, resolve_flag
+
+__all__ = ["do_again", "do_bench", "do_kill_stale", "do_rollback", "do_sweep", "do_try"]
+
+
+async def _submit(ctx: HandlerContext, msg: ChatMessage, *, kind: str, host: str, params: dict[str, Any],
+                  what: str, diff: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Reply:
+    d = ctx.domain
+    job = await d.jobs.submit(kind=kind, host=host, params=params, actor=audit_actor(msg), command_text=msg.text,
+                              needs_confirmation=ctx.confirm)
+    position = await d.jobs.position(job.id)
+    eta = await d.jobs.eta_s(host, kind, position)
+    preview = views.preview_reply(job.id, host, what, diff, notes, position, eta, ctx.confirm)
+    await d.outbox.send(f"job:{job.id}", preview, channel=msg.channel)
+    if ctx.confirm:
+        return Reply(text=f"Job {job.id} is ready to run on {host}: confirm it on its message (or say `yes`).",
+                     ephemeral=True)
+    return Reply(text=f"Job {job.id} queued on {host}.", ephemeral=True)
+
+
+def _levels(levels: tuple[int, ...] | None) -> list[int] | None:
+    return list(levels) if levels else None
+
+
+@command(Try, words=("try", "set"), usage="try <flag> <value> [<flag>=<value> ...] [c=1,4,16] [on <host>]",
+         examples=("try 10 steps", "try steps=10 mem=0.85 on gpu-2", "try --speculative-num-steps 10"),
+         parse=parse_try, render=render_try, role="experimenter", confirm="try", schedulable=True)
+async def do_try(ctx: HandlerContext, msg: ChatMessage, cmd: Try) -> Reply:
+    """Deploy a flag change, wait until the server is ready, benchmark it and compare with the previous run."""
+    host = ctx.resolve_host(msg, cmd.host)
+    changes = dict(cmd.changes)
+    preview = await ctx.domain.experiments.preview(host, changes)
+    if not preview.changed:
+        raise Conflict(f"{host} already runs that configuration; use `bench on {host}` to measure it")
+    params = {"changes": changes, "concurrency": _levels(cmd.concurrency)}
+    return await _submit(ctx, msg, kind="try", host=host, params=params, what=f"try {label_for(changes)}",
+                         diff=preview.diff, notes=preview.notes)
+
+
+@command(Again, words=("again", "rerun"), usage="again [with <value> | <flag> <value> ...]",
+         examples=("again with 12", "again steps=6 mem=0.85"), parse=parse_again, render=render_again,
+         role="experimenter", confirm="try")
+async def do_again(ctx: HandlerContext, msg: ChatMessage, cmd: Again) -> Reply:
+    """In a job's thread: run it again, with a new value for the same flag or with other changes."""
+    key = msg.thread_key or ""
+    if not key.startswith("job:"):
+        raise UserInputError("`again` works in the thread of a job: reply there, e.g. `again with 12`")
+    job = await ctx.domain.jobs.get(int(key.split(":")[1]))
+    if job.kind != "try":
+        raise UserInputError(f"job {job.id} is a {job.kind}; `again` repeats a try")
+    changes = dict(job.params.get("changes", {}))
+    if cmd.value is not None:
+        if len(changes) != 1:
+            raise UserInputError("that job changed several flags; say which: `again steps=12`")
+        flag = next(iter(changes))
+        changes = {flag: parse_value(resolve_flag(flag), cmd.value)}
+    else:
+        changes.update(dict(cmd.changes))
+    return await do_try.handler(ctx, msg, Try(changes=tuple(changes.items()), host=job.host))
+
+
+@command(Sweep, words=("sweep",), usage="sweep <flag> <a>..<b> | <v1>,<v2>,... [c=1,8] [on <host>]",
+         examples=("sweep steps 1..5", "sweep steps 1,2,4,8 c=1,8"), parse=parse_sweep, render=render_sweep,
+         role="experimenter", confirm="sweep", schedulable=True)
+async def do_sweep(ctx: HandlerContext, msg: ChatMessage, cmd: Sweep) -> Reply:
+    """Try several values of one flag in order, then post one summary table and a chart."""
+    host = ctx.resolve_host(msg, cmd.host)
+    flag = resolve_flag(cmd.flag)
+    params = {"flag": flag.name, "values": list(cmd.values), "concurrency": _levels(cmd.concurrency)}
+    what = f"sweep {flag.short} over {', '.join(cmd.values)}"
+    return await _submit(ctx, msg, kind="sweep", host=host, params=params, what=what,
+                         notes=(f"{len(cmd.values)} trials, each a deploy and a benchmark",))
+
+
+@command(Bench, words=("bench", "benchmark"), usage="bench [c=1,4,16] [on <host>]",
+         examples=("bench", "bench c=1,4,16"), parse=parse_bench, render=render_bench, role="experimenter",
+         confirm="bench", schedulable=True)
+async def do_bench(ctx: HandlerContext, msg: ChatMessage, cmd: Bench) -> Reply:
+    """Benchmark the current configuration as it is (no deploy)."""
+    host = ctx.resolve_host(msg, cmd.host)
+    return await _submit(ctx, msg, kind="bench", host=host, params={"concurrency": _levels(cmd.concurrency)},
+                         what="benchmark the current config")
+
+
+async def _host_from_thread(ctx: HandlerContext, msg: ChatMessage, host: str | None) -> str:
+    key = msg.thread_key or ""
+    incidents = ctx.domain.incidents
+    if host is None and key.startswith("incident:") and incidents is not None:
+        inc = await incidents.get(int(key.split(":")[1]))
+        return ctx.resolve_host(msg, inc.host)
+    if host is None and key.startswith("job:"):
+        job = await ctx.domain.jobs.get(int(key.split(":")[1]))
+        return ctx.resolve_host(msg, job.host)
+    return ctx.resolve_host(msg, host)
+
+
+@command(Rollback, words=("rollback", "revert"), usage="rollback [host] [to <revision>]",
+         examples=("rollback", "rollback gpu-1 to 3"), parse=parse_rollback, render=render_rollback,
+         role="operator", confirm="rollback")
+async def do_rollback(ctx: HandlerContext, msg: ChatMessage, cmd: Rollback) -> Reply:
+    """Restore the last known-good unit (or a named revision) through the careful stop/start path."""
+    host = await _host_from_thread(ctx, msg, cmd.host)
+    target = f"revision {cmd.to_revision}" if cmd.to_revision else "the last known-good revision"
+    return await _submit(ctx, msg, kind="rollback", host=host, params={"to_revision": cmd.to_revision},
+                         what=f"roll back to {target}")
+
+
+@command(KillStale, words=("kill-stale", "killstale"), usage="kill-stale [host] <pid>",
+         examples=("kill-stale gpu-1 48213",), parse=parse_kill_stale, render=render_kill_stale, role="operator",
+         confirm="kill-stale")
+async def do_kill_stale(ctx: HandlerContext, msg: ChatMessage, cmd: KillStale) -> Reply:
+    """Kill a leftover process that still holds GPU memory (confirmed and audited)."""
+    host = ctx.resolve_host(msg, cmd.host)
+    return await _submit(ctx, msg, kind="kill-stale", host=host, params={"pid": cmd.pid},
+                         what=f"end pid {cmd.pid}, which holds GPU memory")

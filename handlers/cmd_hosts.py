@@ -1,0 +1,66 @@
+"""The commands that read a host: status, diff, logs."""
+
+from __future__ import annotations
+
+import difflib
+
+from handlers import views
+from handlers.commands import Diff, Logs, Status
+from handlers.context import HandlerContext
+from handlers.contract import ChatMessage, Reply
+from handlers.grammar_render import render_diff, render_logs, render_status
+from handlers.grammar_rules import parse_diff, parse_logs, parse_status
+from handlers.spec import command
+from services.errors import NotFound
+from services.redact import redact
+
+__all__ = ["do_diff", "do_logs", "do_status"]
+
+
+@command(Status, words=("status",), usage="status [host]", examples=("status", "status gpu-1"), parse=parse_status,
+         render=render_status, role="viewer", schedulable=True)
+async def do_status(ctx: HandlerContext, msg: ChatMessage, cmd: Status) -> Reply:
+    """Show a host's server state, current flags, running job and open incidents."""
+    names = [ctx.resolve_host(msg, cmd.host)] if cmd.host else list(ctx.domain.host_names)
+    if not names:
+        return Reply(text="No hosts are configured. Add one under `hosts` in the settings.", tone="warning")
+    if ctx.domain.status is None:
+        raise NotFound("host status is not available in this process")
+    table = views.status_table(await ctx.domain.status.hosts(names))
+    text = "Status"
+    if ctx.domain.health is not None:
+        text += " · " + ctx.domain.health()
+    return Reply(text=text, tables=(table,))
+
+
+@command(Diff, words=("diff",), usage="diff [host]", examples=("diff gpu-1",), parse=parse_diff, render=render_diff,
+         role="viewer")
+async def do_diff(ctx: HandlerContext, msg: ChatMessage, cmd: Diff) -> Reply:
+    """Show the flag diff between the host's live unit and its last known-good revision."""
+    host = ctx.resolve_host(msg, cmd.host)
+    ops = ctx.domain.experiments.ops(host)
+    current = await ops.read_unit()
+    good = await ctx.domain.revisions.last_known_good(host, ops.unit)
+    if good is None:
+        return Reply(text=f"{host} has no known-good revision yet to compare with.")
+    if good.text == current:
+        return Reply(text=f"{host} runs its last known-good revision ({good.id}); no difference.")
+    diff = "".join(difflib.unified_diff(good.text.splitlines(True), current.splitlines(True),
+                                        f"known-good (revision {good.id})", "live"))
+    return Reply(text=f"{host}: live unit against the last known-good revision {good.id}", code=diff[:2800])
+
+
+@command(Logs, words=("logs", "log", "journal"), usage="logs [host | incident <id>] [n]",
+         examples=("logs gpu-1 50", "logs incident 7"), parse=parse_logs, render=render_logs, role="viewer")
+async def do_logs(ctx: HandlerContext, msg: ChatMessage, cmd: Logs) -> Reply:
+    """Show the last journal lines of a host, or the evidence of an incident."""
+    if cmd.incident_id is not None:
+        if ctx.domain.incidents is None:
+            raise NotFound("incidents are not being watched in this process")
+        lines = await ctx.domain.incidents.recent_lines(cmd.incident_id, cmd.n or 30)
+        return Reply(text=f"incident {cmd.incident_id}: last journal lines", code="\n".join(lines)[-2800:])
+    host = ctx.resolve_host(msg, cmd.host)
+    entries = await ctx.domain.experiments.ops(host).recent_entries(cmd.n or 30)
+    # redact the lines together: a private key printed to stdout spans several journal entries
+    text = "\n".join(line[:300] for line in redact("\n".join(e.message for e in entries)).split("\n"))
+    return Reply(text=f"{host}: last {len(entries)} journal lines", code=text[-2800:] or "(empty)")

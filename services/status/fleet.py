@@ -1,0 +1,115 @@
+"""The fleet status query: one `HostStatus` per host, for `status` in chat.
+
+Owns reading a host's unit state and configuration (one `systemctl show` and one unit-file read
+over SSH), sharing that read between concurrent callers and reusing it for `STATUS_HOST_TTL_S`
+(200 `status` commands a second must not become 400 SSH commands a second), and joining it with
+what the database knows: the running and queued jobs, open incidents and the last result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from services.errors import HostError
+from services.experiments import Results, config_label
+from services.incidents import IncidentInfo
+from services.jobs import JobRunner
+from services.units import UnitOps, read_exec_start
+
+STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a second, however many ask
+SSH_READ_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class UnitState:
+    """A unit as systemd and its unit file describe it."""
+
+    active_state: str
+    sub_state: str
+    restarts: int
+    config: str  # a short name for the configuration ("steps 5")
+
+
+@dataclass(frozen=True)
+class IncidentBrief:
+    id: int
+    cause: str
+
+
+@dataclass(frozen=True)
+class LastResult:
+    run_id: int
+    label: str
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    """One host: its unit (or why it could not be read) and what pitcrew is doing there."""
+
+    host: str
+    unit: str
+    state: UnitState | None
+    unreachable: str | None  # the error that kept `state` from being read, shortened
+    running_job: int | None
+    queued_jobs: int
+    incidents: tuple[IncidentBrief, ...]
+    last_result: LastResult | None
+
+
+class OpenIncidents(Protocol):
+    """The part of the incident monitor status reads."""
+
+    async def open_incidents(self, host: str | None = None) -> list[IncidentInfo]: ...
+
+
+class FleetStatus:
+    """`status` for one or every host; unit reads are shared and cached per host."""
+
+    def __init__(self, *, ops: Callable[[str], UnitOps], jobs: JobRunner, results: Results,
+                 incidents: OpenIncidents | None = None, ttl_s: float = STATUS_HOST_TTL_S) -> None:
+        self._ops = ops
+        self._jobs = jobs
+        self._results = results
+        self.incidents = incidents
+        self.ttl_s = ttl_s
+        # host -> (read at, shared read of its unit state)
+        self._reads: dict[str, tuple[float, asyncio.Future[UnitState]]] = {}
+
+    async def hosts(self, names: Sequence[str]) -> list[HostStatus]:
+        return list(await asyncio.gather(*(self.host(h) for h in names)))
+
+    async def host(self, host: str) -> HostStatus:
+        unit = self._ops(host).unit
+        state: UnitState | None = None
+        unreachable: str | None = None
+        try:
+            state = await self.unit_state(host)
+        except (HostError, TimeoutError, OSError) as e:
+            unreachable = str(e)[:60]
+        queued = [j for j in await self._jobs.queue(host) if j.state != "running"]
+        incidents: tuple[IncidentBrief, ...] = ()
+        if self.incidents is not None:
+            incidents = tuple(IncidentBrief(i.id, i.cause) for i in await self.incidents.open_incidents(host))
+        last = await self._results.recent(host, 1)
+        return HostStatus(host=host, unit=unit, state=state, unreachable=unreachable,
+                          running_job=self._jobs.running_job(host), queued_jobs=len(queued), incidents=incidents,
+                          last_result=LastResult(last[0].id, last[0].label) if last else None)
+
+    async def unit_state(self, host: str) -> UnitState:
+        """The host's unit state, shared by concurrent callers and reused for `ttl_s` when it succeeded."""
+        now = time.monotonic()
+        hit = self._reads.get(host)
+        if hit is None or now - hit[0] > self.ttl_s or (hit[1].done() and hit[1].exception() is not None):
+            fut = asyncio.ensure_future(self._read(host))
+            self._reads[host] = hit = (now, fut)
+        return await asyncio.shield(hit[1])
+
+    async def _read(self, host: str) -> UnitState:
+        ops = self._ops(host)
+        st = await asyncio.wait_for(ops.state(), SSH_READ_TIMEOUT_S)
+        text = await asyncio.wait_for(ops.read_unit(), SSH_READ_TIMEOUT_S)
+        return UnitState(st.active_state, st.sub_state, st.n_restarts, config_label(read_exec_start(text).argv))
