@@ -5,6 +5,7 @@ No I/O here; the command handlers and the job notifier call these with data they
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,8 +86,6 @@ def sweep_chart(result: dict[str, Any]) -> bytes | None:
     rows = [r for r in result.get("rows", []) if r.get("levels")]
     if not rows:
         return None
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,0 +1,102 @@
+"""The status query (services.status): shared, briefly cached unit reads; the joined records; the health counts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from handlers import views
+from services.errors import HostUnreachable
+from services.events import EventBus
+from services.experiments.results import Results
+from services.jobs.runner import JobRunner
+from services.status import FleetStatus, HealthQuery, HostStatus
+from services.store import AuditActor, AuditLog, OutboxStore
+from services.store.db import Database
+from services.units.deploy import UnitState
+
+UNIT = ("[Unit]\nDescription=SGLang\n\n[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server "
+        "--model-path /models/m --speculative-algorithm EAGLE --speculative-num-steps 5\n")
+
+
+class CountingOps:
+    """A host's unit seen through SSH, counting the reads (each would be one SSH command)."""
+
+    def __init__(self, fail: int = 0) -> None:
+        self.unit = "sglang.service"
+        self.reads = 0
+        self.fail = fail
+
+    async def state(self) -> UnitState:
+        self.reads += 1
+        await asyncio.sleep(0.05)  # a round trip: concurrent callers arrive while it is in flight
+        if self.fail:
+            self.fail -= 1
+            raise HostUnreachable("gpu-1: connection refused")
+        return UnitState("active", "running", "success", 4242, 2, "inv")
+
+    async def read_unit(self) -> str:
+        return UNIT
+
+
+async def _fleet(db: Database, ops: CountingOps, ttl_s: float = 1.0) -> tuple[FleetStatus, JobRunner]:
+    async def never(ctx: Any) -> Any:
+        raise AssertionError("no job runs here")
+
+    jobs = JobRunner(db, EventBus(), AuditLog(db), holder="t", host_names=["gpu-1"], pipeline=never)
+    fleet = FleetStatus(ops=lambda host: ops, jobs=jobs, results=Results(db), ttl_s=ttl_s)  # type: ignore[arg-type, return-value]
+    return fleet, jobs
+
+
+async def test_concurrent_status_callers_share_one_read_within_the_ttl(db: Database) -> None:
+    ops = CountingOps()
+    fleet, _ = await _fleet(db, ops, ttl_s=30.0)
+    got = await asyncio.gather(*(fleet.host("gpu-1") for _ in range(50)))
+    assert ops.reads == 1
+    assert {s.state for s in got} == {got[0].state} and got[0].state is not None
+    assert (got[0].state.active_state, got[0].state.restarts, got[0].state.config) == ("active", 2, "steps 5")
+    brief = CountingOps()
+    fleet, _ = await _fleet(db, brief, ttl_s=0.2)
+    await fleet.unit_state("gpu-1")
+    await fleet.unit_state("gpu-1")
+    assert brief.reads == 1  # still fresh
+    await asyncio.sleep(0.25)
+    await fleet.unit_state("gpu-1")
+    assert brief.reads == 2  # stale: read again
+
+
+async def test_a_failed_read_is_reported_and_not_reused(db: Database) -> None:
+    ops = CountingOps(fail=1)
+    fleet, _ = await _fleet(db, ops)
+    down = await fleet.host("gpu-1")
+    assert down.state is None and down.unreachable and "connection refused" in down.unreachable
+    up = await fleet.host("gpu-1")
+    assert ops.reads == 2 and up.state is not None and up.unreachable is None
+
+
+async def test_status_joins_jobs_and_renders_the_table(db: Database) -> None:
+    ops = CountingOps()
+    fleet, jobs = await _fleet(db, ops)
+    actor = AuditActor("U1", "ann", "test", "C1")
+    for _ in range(2):
+        await jobs.submit(kind="bench", host="gpu-1", params={}, actor=actor, command_text="bench",
+                          needs_confirmation=False)
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert (s.running_job, s.queued_jobs, s.incidents, s.last_result) == (None, 2, (), None)
+    table = views.status_table([s, HostStatus("gpu-2", "sglang.service", None, "timed out", None, 0, (), None)])
+    assert table.rows[0] == ("gpu-1", "sglang.service", "active/running", "2", "steps 5", "—, 2 queued", "—", "—")
+    assert table.rows[1][2:5] == ("unreachable (timed out)", "—", "—")
+
+
+async def test_health_counts_jobs_incidents_and_outbox(db: Database) -> None:
+    query = HealthQuery(db, OutboxStore(db))
+    empty = await query.counts()
+    assert (empty.jobs, empty.incidents_open, empty.outbox_depth) == ({}, 0, 0)
+    _, jobs = await _fleet(db, CountingOps())
+    actor = AuditActor("U1", "ann", "test", "C1")
+    await jobs.submit(kind="bench", host="gpu-1", params={}, actor=actor, command_text="bench",
+                      needs_confirmation=True)
+    await jobs.submit(kind="bench", host="gpu-1", params={}, actor=actor, command_text="bench",
+                      needs_confirmation=False)
+    counts = await query.counts()
+    assert counts.jobs == {"awaiting_confirmation": 1, "queued": 1}
