@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from handlers.contract import Button, Reply, Table
+from handlers.ports import JobView
 from services.experiments import LevelFigures, RunSummary, pct
 from services.status import HostStatus
 
@@ -143,7 +144,7 @@ def _dur(s: float | None) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def job_line(j: Any) -> str:
+def job_line(j: JobView) -> str:
     icon = STATE_ICON.get(j.state, "")
     who = j.requested_by_name or j.requested_by
     return f"{icon} job {j.id} · {j.kind} on {j.host} · {j.state} · {who} · {j.command_text[:60]}"
