@@ -55,7 +55,6 @@ class Try(Command):
     concurrency: tuple[int, ...] | None = None
 
 
-
 @dataclass(frozen=True)
 class Sweep(Command):
     """`sweep`: what it was told (its help is its handler's docstring)."""
@@ -66,14 +65,12 @@ class Sweep(Command):
     host: str | None = None
 
 
-
 @dataclass(frozen=True)
 class Bench(Command):
     """`bench`: what it was told (its help is its handler's docstring)."""
 
     concurrency: tuple[int, ...] | None = None
     host: str | None = None
-
 
 
 @dataclass(frozen=True)
@@ -83,11 +80,9 @@ class Status(Command):
     host: str | None = None
 
 
-
 @dataclass(frozen=True)
 class Queue(Command):
     """`queue`: what it was told (its help is its handler's docstring)."""
-
 
 
 @dataclass(frozen=True)
@@ -95,7 +90,6 @@ class Cancel(Command):
     """`cancel`: what it was told (its help is its handler's docstring)."""
 
     job_id: int
-
 
 
 @dataclass(frozen=True)
@@ -106,13 +100,11 @@ class Rollback(Command):
     to_revision: int | None = None
 
 
-
 @dataclass(frozen=True)
 class Show(Command):
     """`show`: what it was told (its help is its handler's docstring)."""
 
     job_id: int
-
 
 
 @dataclass(frozen=True)
@@ -123,14 +115,12 @@ class Compare(Command):
     b: int
 
 
-
 @dataclass(frozen=True)
 class History(Command):
     """`history`: what it was told (its help is its handler's docstring)."""
 
     host: str | None = None
     n: int | None = None
-
 
 
 @dataclass(frozen=True)
@@ -140,13 +130,11 @@ class Diff(Command):
     host: str | None = None
 
 
-
 @dataclass(frozen=True)
 class Help(Command):
     """`help`: what it was told (its help is its handler's docstring)."""
 
     topic: str | None = None
-
 
 
 @dataclass(frozen=True)
@@ -156,13 +144,11 @@ class Confirm(Command):
     token: str | None = None
 
 
-
 @dataclass(frozen=True)
 class Deny(Command):
     """`no`: what it was told (its help is its handler's docstring)."""
 
     token: str | None = None
-
 
 
 @dataclass(frozen=True)
@@ -173,7 +159,6 @@ class KillStale(Command):
     pid: int
 
 
-
 @dataclass(frozen=True)
 class Mute(Command):
     """`mute`: what it was told (its help is its handler's docstring)."""
@@ -182,13 +167,11 @@ class Mute(Command):
     minutes: int = 60
 
 
-
 @dataclass(frozen=True)
 class Ack(Command):
     """`ack`: what it was told (its help is its handler's docstring)."""
 
     incident_id: int
-
 
 
 @dataclass(frozen=True)
@@ -200,14 +183,12 @@ class Logs(Command):
     n: int | None = None
 
 
-
 @dataclass(frozen=True)
 class Again(Command):
     """`again`: what it was told (its help is its handler's docstring)."""
 
     changes: Changes = ()
     value: str | None = None  # "again with 12": the thread's flag, resolved by the router
-
 
 
 @dataclass(frozen=True)
@@ -253,11 +234,9 @@ class Schedule(Command):
     command_text: str  # the scheduled command as canonical text (what the schedules table stores)
 
 
-
 @dataclass(frozen=True)
 class Schedules(Command):
     """`schedules`: what it was told (its help is its handler's docstring)."""
-
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,10 @@
 """The chat command grammar: text in, one typed `Command` out — forgiving in wording, strict in meaning.
 
 Owns `parse` (and `render`, its inverse: canonical text that parses back to the same command).
-The first word picks the command's declaration (`handlers.registry`), whose parser reads the rest
-(`handlers.grammar_rules`). Before any word is read, the whole text is checked: one line, plain ASCII, no shell
-metacharacters, quotes or NUL, at most `MAX_LEN` characters. Flags and values go through the
-SGLang flag schema (`services.units.sglang_flags`); host names, ids, concurrency levels, sweep sizes and
-durations are bounded here. Every refusal is a `UserInputError` (or `UnknownCommand`) whose message
+Before any word is read, the whole text is checked: one line, plain ASCII, no shell
+metacharacters, quotes or NUL, at most `MAX_LEN` characters. Then the first word picks the
+command's declaration (`handlers.registry`), whose parser (`handlers.grammar_rules`) reads the
+rest. Every refusal is a `UserInputError` (or `UnknownCommand`) whose message
 is one or two plain sentences.
 """
 
@@ -29,7 +28,6 @@ _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 _MENTION = re.compile(r"^\s*(?:<@[A-Za-z0-9]+(?:\|[A-Za-z0-9._-]*)?>|[@/]pitcrew\b|pitcrew\s*[:,])\s*", re.I)
 # Slack turns host-like words into links: <http://gpu-1.lab|gpu-1.lab> or <http://gpu-1.lab>
 _SLACK_LINK = re.compile(r"<(?:https?://)([A-Za-z0-9._-]{1,253})/?(?:\|([A-Za-z0-9._-]{1,253}))?>")
-
 
 
 def _describe_char(c: str) -> str:
