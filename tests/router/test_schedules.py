@@ -58,8 +58,8 @@ async def test_scheduler_fires_through_dispatch_and_reports_missed_runs(db: Data
     try:
         import asyncio
 
-        for _ in range(100):
-            if outbox.sent:
+        for _ in range(100):  # leadership: the missed runs are reported, then the schedule is registered
+            if outbox.sent and svc.scheduler.get_job(f"schedule-{sid}") is not None:
                 break
             await asyncio.sleep(0.05)
         (_key, reply, channel, _thread) = outbox.sent[0]
