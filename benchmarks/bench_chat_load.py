@@ -57,7 +57,7 @@ async def slack_phase(core: Any, rate: float, seconds: float) -> dict[str, Any]:
     from bot.slack import SlackBot
     from bot.slack_client import build_web_client
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "tests")))}  # tests/support
     proc = await asyncio.create_subprocess_exec(sys.executable, str(LOADGEN), SECRET, stdin=asyncio.subprocess.PIPE,
                                                 stdout=asyncio.subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stdin is not None
