@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from services.status import HealthQuery
 
@@ -80,22 +84,10 @@ class HealthServer:
         return f"bot: loop lag p99 {lag:.0f} ms, database {'ok' if self.db_ok else 'DEGRADED (retrying)'}"
 
     async def metrics(self, _request: web.Request) -> web.Response:
-        f = await self.figures()
-        lines = ["# TYPE pitcrew_loop_lag_p99_seconds gauge",
-                 f"pitcrew_loop_lag_p99_seconds {f['loop_lag_p99_ms'] / 1000:.6f}",
-                 "# TYPE pitcrew_db_up gauge", f"pitcrew_db_up {1 if f['db_ok'] else 0}",
-                 "# TYPE pitcrew_jobs gauge"]
-        for state, n in sorted(f.get("jobs", {}).items()):
-            lines.append(f'pitcrew_jobs{{state="{state}"}} {n}')
-        lines += ["# TYPE pitcrew_incidents_open gauge", f"pitcrew_incidents_open {f.get('incidents_open', 0)}",
-                  "# TYPE pitcrew_outbox_depth gauge", f"pitcrew_outbox_depth {f.get('outbox_depth', 0)}"]
-        for host, lag in sorted((f.get("journal_lag_s") or {}).items()):
-            if lag is not None:
-                lines.append(f'pitcrew_journal_lag_seconds{{host="{host}"}} {lag:.3f}')
-        if "chat_errors" in f:
-            lines += [f"pitcrew_chat_errors_total {f['chat_errors']}",
-                      f"pitcrew_chat_rate_limited_total {f['chat_rate_limited']}"]
-        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+        """The figures in Prometheus' text format, written by prometheus-client from a one-shot registry."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_FiguresCollector(await self.figures()))
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def healthz(self, _request: web.Request) -> web.Response:
         ok = await self.core.db.ping(timeout=2.0)
@@ -110,3 +102,34 @@ class HealthServer:
         await runner.setup()
         await web.TCPSite(runner, host, port).start()
         return runner
+
+
+class _FiguresCollector(Collector):
+    """One scrape's figures as metric families (names kept from the first, hand-written exposition)."""
+
+    def __init__(self, figures: dict[str, Any]) -> None:
+        self.f = figures
+
+    def collect(self) -> Iterator[Metric]:
+        f = self.f
+        yield GaugeMetricFamily("pitcrew_loop_lag_p99_seconds", "p99 lateness of the event loop's 100 ms sleeper",
+                                value=f["loop_lag_p99_ms"] / 1000)
+        yield GaugeMetricFamily("pitcrew_db_up", "1 when the database answered the last query", value=int(f["db_ok"]))
+        jobs = GaugeMetricFamily("pitcrew_jobs", "jobs by state", labels=["state"])
+        for state, n in sorted(f.get("jobs", {}).items()):
+            jobs.add_metric([state], n)
+        yield jobs
+        yield GaugeMetricFamily("pitcrew_incidents_open", "open incidents", value=f.get("incidents_open", 0))
+        yield GaugeMetricFamily("pitcrew_outbox_depth", "chat messages waiting to be sent",
+                                value=f.get("outbox_depth", 0))
+        lag = GaugeMetricFamily("pitcrew_journal_lag_seconds", "how far each host's journal follower is behind",
+                                labels=["host"])
+        for host, seconds in sorted((f.get("journal_lag_s") or {}).items()):
+            if seconds is not None:
+                lag.add_metric([host], seconds)
+        yield lag
+        if "chat_errors" in f:
+            yield CounterMetricFamily("pitcrew_chat_errors", "chat calls that failed", value=f["chat_errors"])
+            yield CounterMetricFamily("pitcrew_chat_rate_limited", "chat calls answered 429",
+                                      value=f["chat_rate_limited"])
+
