@@ -71,3 +71,16 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
     finally:
         await database.close()
         await _drop_schema(schema)
+
+
+_SCENARIO_DIRS = ("e2e", "demo", "reliability")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Scenario tests (whole-bot runs: e2e, demo, reliability) are `slow`: `pytest -m "not slow"` is the quick loop;
+    `make test` runs everything."""
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        parts = Path(str(item.fspath)).resolve().relative_to(tests_dir).parts
+        if parts and parts[0] in _SCENARIO_DIRS:
+            item.add_marker(pytest.mark.slow)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 
 SMALL = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 32, "output_len": 48}
 
@@ -37,6 +38,7 @@ async def test_seed_try_10_steps_fails_diagnosed_and_rolls_back(make_bot) -> Non
     assert r.status_code == 200
 
 
+@pytest.mark.slow
 async def test_sweep_posts_summary_chart_and_calls_the_plateau(make_bot) -> None:
     bench = {"concurrency": [1], "requests_per_level": 4, "warmup": 1, "input_len": 32, "output_len": 96}
     bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"})

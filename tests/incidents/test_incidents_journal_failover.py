@@ -108,6 +108,7 @@ def read_a(path: Path) -> dict[str, list[int]]:
     return out
 
 
+@pytest.mark.slow
 async def test_kill_9_of_the_following_replica_fails_over_within_the_lease_bound(
         tmp_path: Path, shared_db: tuple[Database, str, str]) -> None:
     db, url, schema = shared_db

@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
 from incidents_testkit import UNIT, JournalHost, spawn_ssh_server, spec_for, start_journal_host, stop_journal_host
 from support.truth_launch import child_env
 
@@ -64,6 +65,7 @@ async def stored(db: Database, host: str) -> JournalCursor | None:
         return await s.get(JournalCursor, (host, UNIT))
 
 
+@pytest.mark.slow
 async def test_flood_with_20_connection_cuts_processes_every_entry_exactly_once(
         tmp_path: Path, sqlite_db: Database) -> None:
     root = tmp_path / "flood-host"

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from slack_testkit import SECRET
 
 from bot.slack import SlackBot
@@ -41,6 +42,7 @@ async def _loop_lag(stop: asyncio.Event, out: list[float], period: float = 0.01)
         out.append(max(0.0, time.perf_counter() - t0 - period))
 
 
+@pytest.mark.slow
 async def test_200_commands_per_second_acked_fast(sqlite_db: Database) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "tests")))}
     proc = await asyncio.create_subprocess_exec(sys.executable, str(GEN), SECRET, stdin=asyncio.subprocess.PIPE,
