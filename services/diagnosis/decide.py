@@ -26,6 +26,7 @@ from services.journal import JournalEntry
 BEFORE_READY = frozenset({"loading", "kv_sizing", "capture", "warmup"})
 MEMORY_SIGNALS = ("kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process", "graph_capture_failed")
 _OOM_PID_RX = re.compile(r"oom-kill:.*?[,:]pid=(\d+)")
+_KERNEL_SEGV = re.compile(r"\[(\d+)\]: segfault at ")
 UNSURE = 0.5  # below this confidence the answer is `unknown` with the most telling lines
 
 
@@ -170,7 +171,10 @@ def _kv_cache(ctx: Context) -> Match | None:
     if kv:
         return Match(0.92, _entries(kv, 1))
     oom = _oom_in(ctx, frozenset({"loading", "kv_sizing", "warmup"}))
-    return Match(0.75, _entries(oom, 1), {"phase": oom[0].phase}) if oom else None
+    if oom:
+        return Match(0.75, _entries(oom, 1), {"phase": oom[0].phase})
+    taken = [s for s in ctx.signals("gpu_memory_taken") if s.phase in BEFORE_READY]
+    return Match(0.7, _entries(taken, 1)) if taken else None
 
 
 def _capture(ctx: Context) -> Match | None:
@@ -194,18 +198,21 @@ def _segfault(ctx: Context) -> Match | None:
         return None
     seg = ctx.signals("segfault")
     dumped = inv.exit is not None and inv.exit.exit_code == "dumped"
-    if not (seg or dumped or inv.result == "core-dump"):
+    kernel = [k for k in ctx.kernel if (m := _KERNEL_SEGV.search(k.message)) and int(m.group(1)) in inv.pids]
+    if not (seg or dumped or inv.result == "core-dump" or kernel):
         return None
-    return Match(0.9 if seg else 0.78, _entries(seg, 1))
+    return Match(0.9 if seg or kernel else 0.78, _entries(seg, 1) + tuple(kernel[:1]))
 
 
 def root_exception(inv: Invocation) -> Signal | None:
     """The exception that caused the failure: the last real (not wrapper, not client) exception line
     written before the engine died or the unit exited."""
     end = inv.died.realtime_us + 5_000_000 if inv.died is not None else inv.end_us
+    # journald dropped lines after this point: an exception before the gap is not known to be the cause
+    gap = max((ev.realtime_us for ev in inv.suppressed if ev.realtime_us <= end), default=0)
     real = [
         s for s in inv.signals("exception_line", "graph_capture_failed")
-        if "wrapper" not in s.names and "client_error" not in s.names and s.entry.realtime_us <= end
+        if "wrapper" not in s.names and "client_error" not in s.names and gap <= s.entry.realtime_us <= end
     ]
     return real[-1] if real else None
 

@@ -22,7 +22,7 @@ from services.journal import Capacity, JournalEntry, SystemdEvent, classify, par
 
 STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "benchmark"})
 MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})
-DEATH_SIGS = frozenset({"engine_death", "segfault", "native_abort"})
+DEATH_SIGS = frozenset({"engine_death", "segfault", "native_abort", "health_failed"})
 STRONG_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
 XID_RX = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*)")
 KERNEL_OOM_RX = re.compile(

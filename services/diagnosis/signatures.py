@@ -85,7 +85,9 @@ SIGNATURES: tuple[Sig, ...] = (
                                     r"|401 Client Error"
                                     r"|Max retries exceeded with url: /(?:api/models|[\w.-]+/[\w.-]+/resolve)"
                                     r"|cannot find the appropriate snapshot folder|outgoing traffic has been disabled"
-                                    r"|Repository Not Found|HFValidationError|Incorrect path_or_model_id"),
+                                    r"|Repository Not Found|HFValidationError|Incorrect path_or_model_id"
+                                    r"|HTTPSConnectionPool\(host='huggingface\.co'|Can't load config for"
+                                    r"|we cannot find the requested files in the (?:disk|local) cache"),
         "load_vllm_011_local_entry_offline"),
     Sig("model_load", "transformers", _rx(r"does not appear to have a file named|Can't load tokenizer"
                                           r"|Can't load the configuration|Unrecognized model in "
@@ -100,7 +102,8 @@ SIGNATURES: tuple[Sig, ...] = (
     # --- collectives ---
     Sig("nccl", "nccl/torch", _rx(r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError"
                                   r"|ncclRemoteError|ncclInvalidUsage|Watchdog caught collective operation timeout"
-                                  r"|DistBackendError|NCCL WARN|ProcessGroupNCCL.*(?:timeout|timed out|error)"),
+                                  r"|DistBackendError|NCCL WARN|NCCL communicator"
+                                  r"|ProcessGroupNCCL.*(?:timeout|timed out|error)"),
         "nccl_sgl_03x_watchdog_http_up"),
     # --- hardware ---
     Sig("gpu_lost", "cuda/nvml", _rx(r"fallen off the bus|Unable to determine the device handle for GPU"
@@ -120,7 +123,8 @@ SIGNATURES: tuple[Sig, ...] = (
     Sig("engine_death", "vllm-v1", _rx(r"EngineCore encountered a fatal error|EngineCore failed to start"
                                        r"|WorkerProc hit an exception|died unexpectedly|EngineDeadError"),
         "exc_vllm_013_illegal_access_exit0"),
-    Sig("engine_death", "sglang", _rx(r"watchdog timeout \(self\.watchdog_timeout"), "FORMATS a (watchdog)"),
+    Sig("engine_death", "sglang", _rx(r"watchdog timeout \(self\.watchdog_timeout", re.IGNORECASE),
+        "FORMATS a (SGLang's scheduler watchdog)"),
     Sig("died_silently", "vllm-v1", _rx(r"died unexpectedly"), "unk_vllm_0101_enginecore_died"),
     # wrappers: they say that something failed, the root cause is the error before them
     Sig("wrapper", "vllm-v0", _rx(r"Engine process failed to start|Error executing method"),
