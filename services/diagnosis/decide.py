@@ -26,6 +26,7 @@ from services.journal import JournalEntry
 BEFORE_READY = frozenset({"loading", "kv_sizing", "capture", "warmup"})
 MEMORY_SIGNALS = ("kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process", "graph_capture_failed")
 _OOM_PID_RX = re.compile(r"oom-kill:.*?[,:]pid=(\d+)")
+_XID_HEAD = re.compile(r"^pid=[^,]*, name=[^,]*, ")
 _KERNEL_SEGV = re.compile(r"\[(\d+)\]: segfault at ")
 UNSURE = 0.5  # below this confidence the answer is `unknown` with the most telling lines
 
@@ -88,7 +89,8 @@ def _xid(ctx: Context) -> Match | None:
         return None
     strong = any(int(m.group(2)) in STRONG_XIDS for _, m in xids) or bool(lost or lost_k)
     first = xids[0][1] if xids else None
-    facts = {"xid": first.group(2) if first else None, "pci": first.group(1) if first else None}
+    facts = {"xid": first.group(2) if first else None, "pci": first.group(1) if first else None,
+             "text": _XID_HEAD.sub("", first.group(3)).strip()[:160] if first else None}
     lines = tuple(k for k, _ in xids[:2]) + tuple(lost_k[:1]) + _entries(lost, 1)
     return Match(0.95 if strong else 0.8, lines, facts)
 

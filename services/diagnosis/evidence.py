@@ -88,7 +88,7 @@ def select(ctx: Context, label: str, match: Match) -> tuple[str, ...]:
     restarts = [ev for i in ctx.invocations for ev in i.events if ev.kind == "scheduled_restart"]
     if restarts and label not in {"healthy"}:
         picked.append(_line(restarts[-1]))
-    unique = list(dict.fromkeys(picked))[:MAX_LINES]
+    unique = list(dict.fromkeys(line for line in picked if line[1].strip()))[:MAX_LINES]
     unique.sort()
     lines = [f"{_stamp(t)} {quote(msg)}" for t, msg in unique]
     flags = unit_flags(ctx.side.unit_file, FLAGS_FOR.get(label, ()))

@@ -23,7 +23,10 @@ from services.journal import Capacity, JournalEntry, SystemdEvent, classify, par
 STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "benchmark"})
 MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})
 DEATH_SIGS = frozenset({"engine_death", "segfault", "native_abort", "health_failed"})
-STRONG_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
+# Xids whose resolution is a GPU reset/drain (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors/
+# analyzing-xid-catalog.html: 48 DBE, 63/64 row remapping, 74 NVLink, 79 fallen off the bus, 92/94/95 ECC,
+# 119/120 GSP, 140 unrecovered ECC, 154 recovery action changed to reset; 46 GPU stopped processing)
+STRONG_XIDS = frozenset({46, 48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154})
 XID_RX = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*)")
 KERNEL_OOM_RX = re.compile(
     r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)"

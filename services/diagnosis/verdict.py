@@ -202,16 +202,30 @@ def diagnose(
 NOT_A_LOOP = frozenset({"healthy", "operator_action", "stop_timeout_sigkill"})
 
 
+# the signals that name a failure; two failures are "the same" when they carry the same ones
+_FAILURE_SIGNALS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "graph_capture_failed", "port_in_use",
+                              "bad_argument", "model_load", "nccl", "gpu_lost", "segfault", "native_abort"})
+
+
+def _failure_key(inv: Invocation) -> frozenset[str]:
+    return frozenset(n for s in inv.signals(*_FAILURE_SIGNALS) for n in s.names if n in _FAILURE_SIGNALS)
+
+
 def automatic_loop(invocations: Sequence[Invocation], threshold: int = 2) -> bool:
-    """systemd restarted the unit automatically at least `threshold` times after failures in a row (or hit its
-    start limit), with no deliberate stop in between: the `loop` of docs/DIAGNOSIS.md."""
-    run = 0
+    """systemd restarted the unit automatically at least `threshold` times after the same failure in a row (or
+    hit its start limit), with no deliberate stop in between: the `loop` of docs/DIAGNOSIS.md. A failure
+    whose lines name nothing (journald dropped them) counts as the same as its neighbours."""
+    run, key = 0, frozenset[str]()
     for inv in invocations:
         if not inv.failed:
-            run = 0
+            run, key = 0, frozenset()
             continue
         if inv.start_limit:
             return True
+        this = _failure_key(inv)
+        if this and key and this != key:
+            run = 0
+        key = this or key
         if any(ev.kind == "scheduled_restart" for ev in inv.events):
             run += 1
             if run >= threshold:

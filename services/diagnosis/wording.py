@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from services.diagnosis.decide import Context, Match, root_exception
 from services.diagnosis.evidence import FLAGS_FOR, unit_flags
 from services.diagnosis.invocations import Invocation, short_time
-from services.diagnosis.ownership import Ownership, ownership
+from services.diagnosis.ownership import Ownership, own_pids, ownership
 from services.diagnosis.side import RanBefore, SideEvidence
 
 
@@ -66,6 +66,8 @@ def _focus(ctx: Context) -> Invocation:
 
 def _xid(ctx: Context, m: Match) -> Words:
     what = f"Xid {m.facts['xid']} on PCI {m.facts['pci']}" if m.facts.get("xid") else "a lost/ECC-failed GPU"
+    if m.facts.get("text"):
+        what += f": {m.facts['text']}"
     state = "the unit recovered, but " if ctx.mode != "failure" else ""
     return Words(f"The GPU reported a hardware fault ({what}); {state}the GPU needs draining and a reset.",
                  "Drain the host: stop the unit, reset the GPU (nvidia-smi -r) or reboot; check power/PCIe/"
@@ -133,14 +135,19 @@ def _ownership_note(ctx: Context) -> str:
 
 def _port(ctx: Context, m: Match) -> Words:
     inv = _focus(ctx)
-    listeners = [ln for ln in ctx.side.ss_listen if ln.pid is not None and ln.pid not in inv.pids]
+    own = own_pids(inv, ctx.side, ctx.unit)
+    listeners = [ln for ln in ctx.side.ss_listen if ln.pid is not None and ln.pid not in own]
     who = "; ".join(f"{ln.local} held by pid {ln.pid} ({ln.process or '?'}, user {ln.user or '?'})"
                     for ln in listeners[:2])
+    pids = tuple(dict.fromkeys(ln.pid for ln in listeners if ln.pid is not None))
+    if pids:
+        advice = (f"Check the owner of {', '.join(map(str, pids))} and stop it, or give the server another "
+                  "--port / distributed port, then start again.")
+    else:
+        advice = ("Find what listens on the address (ss -ltnp on the host), or give the server another --port / "
+                  "distributed port, then start again.")
     return Words(f"{ctx.unit} cannot bind an address: another process already listens on it"
-                 + (f" ({who})" if who else "") + f"; {_times(ctx)}.",
-                 "Stop the process holding the address (or give the server another --port / "
-                 "distributed port), then start again.",
-                 stale_pids=tuple(ln.pid for ln in listeners if ln.pid is not None))
+                 + (f" ({who})" if who else "") + f"; {_times(ctx)}.", advice, stale_pids=pids)
 
 
 def _simple(summary: str, advice: str) -> Callable[[Context, Match], Words]:

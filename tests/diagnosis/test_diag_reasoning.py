@@ -220,3 +220,30 @@ def test_engine_prefixes_are_stripped_before_matching_exception_lines() -> None:
     assert strip_engine_prefix("[2026-03-09 14:03:49 TP0] ValueError: b") == "ValueError: b"
     assert "exception_line" in signals_of(line) and "cuda_oom" in signals_of(line)
     assert signals_of("[2026-03-09 14:03:49 TP0] Decode batch, #running-req: 1, #token: 9") == ()
+
+
+def test_a_loop_needs_the_same_failure_each_time() -> None:
+    j = Journal()
+    errors = ["ValueError: No available memory for the cache blocks.",
+              "OSError: [Errno 98] Address already in use",
+              "ValueError: No available memory for the cache blocks."]
+    for i, err in enumerate(errors):
+        j.start(30 * i).line(30 * i + 10, err).failed_exit(30 * i + 11, restart=i + 1)
+    assert not diagnose(j.entries).restart_loop  # three different failures in a row are not a loop
+
+
+def test_a_port_holder_is_named_only_when_it_is_not_the_units_own() -> None:
+    j = Journal().start(0).line(10, "OSError: [Errno 98] Address already in use").failed_exit(11)
+    d = diagnose(j.entries)
+    assert d.cause == "port_in_use" and d.stale_pids == () and "ss -ltnp" in d.recommendation
+    side = {"ss_listen": [{"local": "0.0.0.0:8000", "pid": 777, "process": "python3", "user": "eve"}],
+            "process_info": [{"pid": 777, "ppid": 1, "user": "eve", "cgroup": "/user.slice/s.scope"}]}
+    d = diagnose(j.entries, SideEvidence.from_json(side))
+    assert d.stale_pids == (777,) and "eve" in d.summary
+
+
+def test_a_reset_needing_xid_is_named_with_its_text() -> None:
+    j = Journal().start(0).serving(40)
+    xid = _xid(60, 154, "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)")
+    d = diagnose(j.entries, SideEvidence.from_json({"kernel_journal": [xid]}))
+    assert d.cause == "gpu_hardware_xid" and d.confidence >= 0.9 and "GPU Reset Required" in d.summary

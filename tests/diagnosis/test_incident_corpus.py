@@ -164,7 +164,8 @@ def test_scorer_gives_a_perfect_score_to_the_truth_and_flags_harmful_answers(tmp
     assert "STALE-TABLE" not in text and "| holdout |" in text and text.endswith("tail\n")
 
 
-@pytest.mark.xfail(strict=False, reason="issue 12: diagnoser rework pending")
+@pytest.mark.xfail(strict=False, reason="issue 12: after the rework the holdout scored 28/30 = 93.3 % (target 95 %); "
+                   "loop, key-line recall and must_not targets are met")
 def test_diagnoser_meets_the_issue_12_targets() -> None:
     report = evaluate(CASES, load_diagnoser())
     holdout, everything = report.splits["holdout"], report.splits["all"]
