@@ -208,6 +208,9 @@ def test_evidence_is_at_most_8_timestamped_lines_in_time_order() -> None:
 def test_signature_rows_cite_a_case_and_the_decision_table_covers_every_label() -> None:
     for row in SIGNATURES:
         assert row.case.startswith("FORMATS") or (CORPUS / row.case / "expected.json").exists(), row
+        if not row.case.startswith("FORMATS"):  # `seen` is the cited case's engine and version
+            e = json.loads((CORPUS / row.case / "expected.json").read_text())
+            assert row.seen == f"{e['engine']} {e['engine_version']}", row
     assert [r.label for r in RULES] == list(dict.fromkeys(r.label for r in RULES))
     assert {r.label for r in RULES} == set(CAUSES)
     assert all(r.tie_break for r in RULES)
