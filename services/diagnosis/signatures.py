@@ -3,7 +3,8 @@
 Each `Sig` row turns a line into a typed signal: `signal` (the name the decision table reads), `source` (the
 library that prints it: SGLang, vLLM V0/V1, torch, NCCL, CUDA, the kernel, the Hugging Face hub, systemd,
 Python), the pattern, `case`: the corpus case (tests/data/incidents/<id>) or FORMATS section that shows
-the line, and `seen`: the engine version of that case. Adding a signature is one row plus one cited case. `Mark` rows move an invocation to the next
+the line, and `seen`: the engine version of that case. Adding a signature is one row plus one cited case.
+`Mark` rows move an invocation to the next
 **phase** (loading weights → sizing KV cache → capturing graphs → warm-up → ready/serving → stopping): each
 signal is stored with the phase it occurred in, which is how a CUDA OOM is told apart as KV sizing, graph
 capture or runtime.
