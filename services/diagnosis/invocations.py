@@ -1,10 +1,11 @@
 """The per-invocation evidence the diagnosis rules read, and the grouping of entries into invocations.
 
 `Invocation` accumulates what one run of the unit left in the journal (its lines, systemd's events about
-it, the error signatures of `services.journal.sglang`, readiness, `Decode batch` figures, whether a stop was
-requested and by which recorded action). `evaluate()` applies the rules in order — first the failing
-invocations (ended badly without a stop request), most specific cause first, then stops, then health —
-and returns a `Finding`. A rule only fires on evidence it can quote; otherwise the answer is `unknown`.
+it, the signals of `services.diagnosis.signatures` with the phase each occurred in, readiness, `Decode
+batch`/throughput figures, whether an engine process died, whether a stop was requested and by which
+recorded action). An invocation is an incident when it ended badly without a stop request **or** lost an
+engine process before any stop (vLLM V1 exits 0 after `EngineCore encountered a fatal error`; an SGLang
+scheduler can die while HTTP stays up).
 """
 
 from __future__ import annotations
@@ -16,24 +17,29 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from services.diagnosis.side import Action, RanBefore, format_time
-from services.journal import (
-    Capacity,
-    JournalEntry,
-    SystemdEvent,
-    classify,
-    is_ready_line,
-    parse_capacity,
-    parse_decode,
-    signatures,
-)
+from services.diagnosis.signatures import PHASES, VLLM_LINE, phase_mark, signals_of
+from services.journal import Capacity, JournalEntry, SystemdEvent, classify, parse_capacity, parse_decode
 
 STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "benchmark"})
 MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})
-STRONG_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
+DEATH_SIGS = frozenset({"engine_death", "segfault", "native_abort", "health_failed"})
+# Xids whose resolution is a GPU reset/drain (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors/
+# analyzing-xid-catalog.html: 48 DBE, 63/64 row remapping, 74 NVLink, 79 fallen off the bus, 92/94/95 ECC,
+# 119/120 GSP, 140 unrecovered ECC, 154 recovery action changed to reset; 46 GPU stopped processing)
+STRONG_XIDS = frozenset({46, 48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154})
 XID_RX = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*)")
 KERNEL_OOM_RX = re.compile(
     r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A journal line with the signals it carries and the phase of the invocation when it was written."""
+
+    entry: JournalEntry
+    names: tuple[str, ...]
+    phase: str
 
 
 @dataclass(eq=False)
@@ -47,8 +53,12 @@ class Invocation:
     start_us: int = 0
     end_us: int = 0
     pids: set[int] = field(default_factory=set)
-    sig_lines: list[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=list)  # first 300...
-    sig_recent: deque[tuple[JournalEntry, tuple[str, ...]]] = field(default_factory=lambda: deque(maxlen=100))
+    sig_lines: list[Signal] = field(default_factory=list)  # the first 300 signal lines...
+    sig_recent: deque[Signal] = field(default_factory=lambda: deque(maxlen=100))  # ...and the last 100
+    phase: str = "loading"
+    vllm: bool = False
+    died: JournalEntry | None = None  # the first line saying an engine process died
+    crashed: bool = False  # the engine died before anyone asked the unit to stop (decided in `finish`)
     decode_entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=32))
     ready_us: int | None = None
     capacity: Capacity | None = None
@@ -72,7 +82,9 @@ class Invocation:
 
     @property
     def failed(self) -> bool:
-        """Ended badly without anyone asking it to stop."""
+        """Ended badly, or lost an engine process, without anyone asking it to stop first."""
+        if self.crashed:
+            return True
         if self.stop_requested_us is not None:
             return False
         bad_exit = self.exit is not None and not self.exit.clean_exit
@@ -95,18 +107,33 @@ class Invocation:
         if entry.pid is not None:
             self.pids.add(entry.pid)
         msg = entry.message
-        if "Decode batch" in msg:
+        if "Decode batch" in msg or "Avg generation throughput" in msg:
             self.decode_entries.append(entry)
+            self._enter("ready", t)
             return
         if "Prefill batch" in msg or 'HTTP/1.1" 200 OK' in msg:  # the other high-volume benign lines
             return
-        sigs = signatures(msg)
+        if self.ready_us is None:
+            self.vllm = self.vllm or bool(VLLM_LINE.search(msg))
+            mark = phase_mark(msg, vllm=self.vllm)
+            if mark is not None:
+                self._enter(mark, t)
+            if self.capacity is None and "max_total_num_tokens=" in msg:
+                self.capacity = parse_capacity(msg)
+        sigs = signals_of(msg)
         if sigs:
-            (self.sig_lines if len(self.sig_lines) < 300 else self.sig_recent).append((entry, sigs))
-        if self.ready_us is None and is_ready_line(msg):
-            self.ready_us = entry.realtime_us
-        if self.capacity is None and "max_total_num_tokens=" in msg:
-            self.capacity = parse_capacity(msg)
+            (self.sig_lines if len(self.sig_lines) < 300 else self.sig_recent).append(Signal(entry, sigs, self.phase))
+            if "graceful_stop" in sigs:
+                self._enter("stopping", t)
+            if self.died is None and DEATH_SIGS.intersection(sigs):
+                self.died = entry
+
+    def _enter(self, phase: str, t: int) -> None:
+        """Move to `phase` if it lies ahead (phases only move forward)."""
+        if PHASES.index(phase) > PHASES.index(self.phase):
+            self.phase = phase
+            if phase == "ready" and self.ready_us is None:
+                self.ready_us = t
 
     def add_event(self, ev: SystemdEvent) -> None:
         self._touch(ev.realtime_us)
@@ -120,6 +147,7 @@ class Invocation:
             self.deactivated = True
         elif kind == "stopping" and self.stopping is None:
             self.stopping = ev
+            self._enter("stopping", ev.realtime_us)
         elif kind == "stop_timeout":
             self.stop_timeout = ev
         elif kind == "oom_kill":
@@ -154,12 +182,18 @@ class Invocation:
                 and t >= self.start_us  # an action before this invocation started did not end it
             ):
                 self.stop_requested_us, self.stop_action = t, act
+        died = self.died.realtime_us if self.died is not None else None
+        self.crashed = died is not None and (self.stop_requested_us is None or died < self.stop_requested_us)
+
+    def signals(self, *names: str) -> list[Signal]:
+        """The signal lines carrying any of `names`, in time order."""
+        return [s for s in (*self.sig_lines, *self.sig_recent) if any(n in s.names for n in names)]
 
     def sig(self, *names: str) -> list[JournalEntry]:
         """Lines carrying any of the signatures `names`, exception lines (`XxxError: ...`) first."""
-        hits = [(e, s) for e, s in (*self.sig_lines, *self.sig_recent) if any(n in s for n in names)]
-        hits.sort(key=lambda h: "exception_line" not in h[1])
-        return [e for e, _ in hits]
+        hits = self.signals(*names)
+        hits.sort(key=lambda h: "exception_line" not in h.names)
+        return [h.entry for h in hits]
 
     def ran_before(self) -> RanBefore | None:
         stats = [d for d in (parse_decode(e.message) for e in self.decode_entries) if d is not None]
@@ -265,6 +299,7 @@ class Finding:
     ran_before: RanBefore | None = None
     config_change: str | None = None
     stale_pids: tuple[int, ...] = ()
+    phase: str | None = None  # the phase the failing invocation was in when it ended
 
 
 def short_time(us: int) -> str:

@@ -66,7 +66,7 @@ def int_or_none(value: Any) -> int | None:
         return None
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
@@ -124,7 +124,7 @@ class SideEvidence:
                 kernel.append(entry)
         actions = []
         for o in _objs(data, "actions"):
-            at = _parse_time(o.get("at"))
+            at = parse_time(o.get("at"))
             if at is not None and o.get("action"):
                 actions.append(
                     Action(at, str(o.get("who") or "pitcrew"), str(o["action"]), str(o.get("detail") or ""))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
 
-from services.diagnosis.invocations import Finding, group_invocations, infer_unit
+from services.diagnosis.invocations import Finding, Invocation, group_invocations, infer_unit
 from services.diagnosis.rules import evaluate
 from services.diagnosis.side import RanBefore, SideEvidence, int_or_none
 from services.journal import JournalEntry, SystemdEvent
@@ -55,6 +55,7 @@ class Diagnosis:
     recommendation: str
     config_change: str | None = None
     stale_pids: tuple[int, ...] = ()
+    phase: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `pitcrew diagnose --json` object (a JSON-ready dict)."""
@@ -73,6 +74,9 @@ class Diagnosis:
             "evidence": list(self.evidence),
             "ran_before": ran,
             "recommendation": self.recommendation,
+            "config_change": self.config_change,
+            "stale_pids": list(self.stale_pids),
+            "phase": self.phase,
         }
 
 
@@ -180,22 +184,50 @@ def diagnose(
     )
     nrestarts = int_or_none(side.systemctl_show.get("NRestarts")) or 0
     finding: Finding = evaluate(unit_name, invocations, kernel, side, loop.looping)
-    evidence = tuple(_quote(line) for line in dict.fromkeys(finding.evidence))[:5]
     return Diagnosis(
         cause=finding.cause,
         confidence=finding.confidence,
-        restart_loop=loop.looping
-        and finding.cause not in {"healthy", "operator_action", "stop_timeout_sigkill"},
+        restart_loop=automatic_loop(invocations) and finding.cause not in NOT_A_LOOP,
         restarts=max(loop.restarts, nrestarts),
         summary=redact(finding.summary),
-        evidence=evidence,
+        evidence=finding.evidence,
         ran_before=finding.ran_before,
         recommendation=redact(finding.recommendation),
         config_change=redact(finding.config_change) if finding.config_change else None,
         stale_pids=finding.stale_pids,
+        phase=finding.phase,
     )
 
 
-def _quote(line: str, limit: int = 600) -> str:
-    text = redact(line if len(line) <= limit * 4 else line[: limit * 4])
-    return text if len(text) <= limit else text[:limit] + "…"
+NOT_A_LOOP = frozenset({"healthy", "operator_action", "stop_timeout_sigkill"})
+
+
+# the signals that name a failure; two failures are "the same" when they carry the same ones
+_FAILURE_SIGNALS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "graph_capture_failed", "port_in_use",
+                              "bad_argument", "model_load", "nccl", "gpu_lost", "segfault", "native_abort"})
+
+
+def _failure_key(inv: Invocation) -> frozenset[str]:
+    return frozenset(n for s in inv.signals(*_FAILURE_SIGNALS) for n in s.names if n in _FAILURE_SIGNALS)
+
+
+def automatic_loop(invocations: Sequence[Invocation], threshold: int = 2) -> bool:
+    """systemd restarted the unit automatically at least `threshold` times after the same failure in a row (or
+    hit its start limit), with no deliberate stop in between: the `loop` of docs/DIAGNOSIS.md. A failure
+    whose lines name nothing (journald dropped them) counts as the same as its neighbours."""
+    run, key = 0, frozenset[str]()
+    for inv in invocations:
+        if not inv.failed:
+            run, key = 0, frozenset()
+            continue
+        if inv.start_limit:
+            return True
+        this = _failure_key(inv)
+        if this and key and this != key:
+            run = 0
+        key = this or key
+        if any(ev.kind == "scheduled_restart" for ev in inv.events):
+            run += 1
+            if run >= threshold:
+                return True
+    return False

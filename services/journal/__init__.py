@@ -6,7 +6,7 @@ The names below are the package's public API: other packages import only these."
 from services.journal.entries import JournalEntry, ParseStats, entry_from_obj, iter_entries, parse_entry
 from services.journal.fleet import JournalSupervisor
 from services.journal.follower import HostContactLost, HostContactRestored
-from services.journal.sglang import Capacity, is_ready_line, parse_capacity, parse_decode, signatures
+from services.journal.sglang import Capacity, is_ready_line, parse_capacity, parse_decode
 from services.journal.systemd import SystemdEvent, classify
 from services.journal.types import parse_show
 
@@ -26,5 +26,4 @@ __all__ = [
     "parse_decode",
     "parse_entry",
     "parse_show",
-    "signatures",
 ]

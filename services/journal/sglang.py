@@ -1,11 +1,10 @@
-"""Parsers for SGLang's log lines (FORMATS a) and the error signatures diagnosis matches on.
+"""Parsers for SGLang's log lines (FORMATS a).
 
 `parse_decode` reads every known `Decode batch` shape (0.4.6 `Decode batch.` with no trailing comma,
 0.5.2/0.5.5 with a trailing `,`, 0.5.9/0.5.23 without; `Decode batch [N]` heads; hybrid-model
 `full token usage`; `cpu graph`/`npu graph`) with one regex per field, as FORMATS a.1 recommends.
 `parse_prefill`, `parse_capacity` and `is_ready_line` cover the other lines pitcrew reads.
-`signatures(message)` names the error signatures a line carries (SGLang, torch, NCCL, uvicorn, argparse,
-the kernel and vLLM's equivalents) — diagnosis orders and weighs them; this module only recognises.
+The error signatures diagnosis matches on are its own tables (`services.diagnosis.signatures`).
 """
 
 from __future__ import annotations
@@ -164,108 +163,3 @@ def is_ready_line(message: str, *, engine: str = "sglang") -> bool:
     if engine == "vllm":
         return "Application startup complete." in message
     return READY_TEXT in message
-
-
-# --- error signatures --------------------------------------------------------------------------
-
-# Name → pattern. Names are stable identifiers diagnosis rules refer to.
-SIGNATURES: dict[str, re.Pattern[str]] = {
-    "kv_not_enough": re.compile(
-        r"Not enough memory\. Please try to increase --mem-fraction-static"
-        r"|No available memory for the cache blocks"
-        r"|KV cache is needed, which is larger than the available KV cache memory"
-        r"|max_total_num_tokens=0\b|The memory pool is too small|Not enough memory for KV cache"
-    ),
-    "graph_capture_failed": re.compile(
-        r"Capture (?:\w+ )*cuda graph failed|Capture (?:\w+ )*CUDA graph failed|CUDA graph capture failed",
-        re.IGNORECASE,
-    ),
-    "graph_capture_begin": re.compile(r"Capture (?:\w+ )*(?:cuda|CUDA) graph begin|Capturing batches \("),
-    "graph_capture_end": re.compile(r"Capture (?:\w+ )*(?:cuda|CUDA) graph end"),
-    "cuda_oom": re.compile(
-        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
-        r"|CUBLAS_STATUS_ALLOC_FAILED"
-    ),
-    "foreign_gpu_process": re.compile(r"Process (\d+) has ([\d.]+ [GM]iB) memory in use"),
-    "gpu_memory_taken": re.compile(
-        r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes"
-        r"|Free memory on device .*is less than desired GPU memory utilization"
-    ),
-    "port_in_use": re.compile(r"address already in use|Address already in use|\[Errno 98\]"),
-    "bad_argument": re.compile(
-        r"^(?:[\w.-]+\.py|sglang|vllm|python3?(?: -m [\w.]+)?): error: "
-        r"|error: unrecognized arguments:|error: argument --[\w-]+"
-        r"|error: the following arguments are required"
-    ),
-    "usage_line": re.compile(r"^usage: [\w.-]+ \["),
-    "model_load": re.compile(
-        r"does not appear to have a file named|SafetensorError|Error while deserializing header"
-        r"|Can't load tokenizer|Can't load the configuration|Repository Not Found|HFValidationError"
-        r"|Incorrect path_or_model_id"
-        r"|No such file or directory: .*(?:config\.json|\.safetensors|\.bin|tokenizer)"
-        r"|is not a local folder and is not a valid model identifier|Cannot find any model weights"
-        r"|PytorchStreamReader failed|invalid load key|Unrecognized model in "
-        r"|model type `\w+` but Transformers"
-    ),
-    "nccl": re.compile(
-        r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError"
-        r"|Watchdog caught collective operation timeout|DistBackendError|NCCL WARN|NCCL communicator"
-        r"|ProcessGroupNCCL.*(?:timeout|timed out|error)"
-    ),
-    "xid": re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: [^)]*)?\): (\d+), (.*)"),
-    "gpu_lost": re.compile(
-        r"GPU has fallen off the bus|fallen off the bus|Unable to determine the device handle for GPU"
-        r"|uncorrectable ECC error|ECC error encountered|nvidia-smi error:|NVML_ERROR_GPU_IS_LOST"
-        r"|GPU is lost|RmInitAdapter failed"
-    ),
-    "segfault": re.compile(
-        r"Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Floating point exception)"
-        r"|Segmentation fault|SIGSEGV|core dumped|terminate called after throwing|Aborted \(core dumped\)"
-        r"|\*\*\* SIGABRT|\*\*\* SIGBUS"
-    ),
-    "host_oom": re.compile(
-        r"Out of memory: Killed process (\d+)|Memory cgroup out of memory: Killed process (\d+)"
-        r"|oom-kill:constraint=|invoked oom-killer"
-    ),
-    "engine_exception": re.compile(
-        r"Scheduler hit an exception|DetokenizerManager hit an exception|TokenizerManager hit an exception"
-        r"|EngineCore encountered a fatal error|EngineCore failed to start|WorkerProc hit an exception"
-        r"|Received sigquit from a child process|SIGQUIT received\. signum=|scheduler is dead"
-    ),
-    "exception_line": re.compile(
-        r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)(?:: |$)"
-    ),
-    "traceback": re.compile(r"^Traceback \(most recent call last\):"),
-    "health_failed": re.compile(r"Health check failed|watchdog timeout \(self\.watchdog_timeout"),
-    "graceful_stop": re.compile(
-        r"SIGTERM received\. signum=None frame=None\. Draining requests|Gracefully exiting\.\.\."
-        r"|Signal SIGTERM received|\[shutdown\] API server: shutdown triggered|Shutting down"
-    ),
-    "init_failed": re.compile(r"Initialization failed\. warmup error"),
-}
-
-# Cheap substring gates: a line can only carry a signature if one of these is in it.
-_GATES = (
-    "memory", "Memory", "graph", "Graph", "Error", "error", "Exception", "exception", "NCCL", "nccl",
-    "Xid", "bus", "ECC", "Segmentation", "SIG", "core dumped", "terminate", "Killed", "oom", "sigquit",
-    "dead", "Traceback", "Health", "watchdog", "Gracefully", "Shutting", "shutdown", "Errno",
-    "address already", "safetensors", "Safetensor", "tokenizer", "weights", "Fatal", "warmup", "Capturing",
-    "Capture", "Process ", "Unable to determine", "NVML", "GPU", "Draining", "Not enough",
-)
-
-
-_GATE_RX = re.compile("|".join(re.escape(g) for g in _GATES))
-
-
-def signatures(message: str) -> tuple[str, ...]:
-    """Names of the SIGNATURES `message` matches (empty for ordinary lines)."""
-    if not _GATE_RX.search(message) and not message.startswith("usage: "):
-        return ()
-    _, _, text = strip_prefix(message)
-    text = text.lstrip()
-    found = []
-    for name, rx in SIGNATURES.items():
-        target = text if name in {"exception_line", "traceback", "usage_line", "bad_argument"} else message
-        if rx.search(target):
-            found.append(name)
-    return tuple(found)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from services.diagnosis import detect_restart_loop
+from services.diagnosis.signatures import signals_of as signatures
 from services.journal.entries import JournalEntry
-from services.journal.sglang import is_ready_line, parse_capacity, parse_decode, parse_prefill, signatures
+from services.journal.sglang import is_ready_line, parse_capacity, parse_decode, parse_prefill
 from services.journal.systemd import SystemdEvent, classify
 from services.redact import redact, redact_obj
 

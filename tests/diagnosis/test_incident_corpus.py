@@ -164,7 +164,8 @@ def test_scorer_gives_a_perfect_score_to_the_truth_and_flags_harmful_answers(tmp
     assert "STALE-TABLE" not in text and "| holdout |" in text and text.endswith("tail\n")
 
 
-@pytest.mark.xfail(strict=False, reason="issue 12: diagnoser rework pending")
+@pytest.mark.xfail(strict=False, reason="issue 12: after the rework the holdout scored 28/30 = 93.3 % (target 95 %); "
+                   "loop, key-line recall and must_not targets are met")
 def test_diagnoser_meets_the_issue_12_targets() -> None:
     report = evaluate(CASES, load_diagnoser())
     holdout, everything = report.splits["holdout"], report.splits["all"]
@@ -172,3 +173,13 @@ def test_diagnoser_meets_the_issue_12_targets() -> None:
     assert everything.loop_accuracy >= 0.98
     assert everything.key_recall >= 0.80
     assert everything.violations == []
+
+
+def test_confidence_means_something_on_the_tune_split() -> None:
+    """Calibrated on the tune split: sure answers are right, and the unsure band only ever says `unknown`."""
+    report = evaluate([c for c in CASES if c.split == "tune"], load_diagnoser())
+    sure = [o for o in report.outcomes if o.answer.confidence >= 0.85]
+    assert len(sure) >= len(report.outcomes) // 2
+    assert sum(o.right for o in sure) / len(sure) >= 0.95
+    assert all(o.answer.cause == "unknown" for o in report.outcomes if o.answer.confidence < 0.5)
+    assert report.splits["tune"].accuracy >= 0.95 and report.splits["tune"].violations == []  # regression guard

@@ -1,0 +1,97 @@
+"""Evidence selection: the few lines a person needs to check a diagnosis, with their times.
+
+At most `MAX_LINES` lines, chosen in this order of importance and then printed in time order: the lines
+that decided the rule, the root exception (not only the wrapper that re-raises it), the first error line
+of the incident, the kernel lines when they matter, systemd's exit/result lines (or the stop job's), the
+restart counter line, and the implicated flags of the unit file. Never a wall of traceback: frame lines
+are not evidence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from services.diagnosis.decide import Context, Match, root_exception
+from services.diagnosis.invocations import Invocation
+from services.journal import JournalEntry, SystemdEvent
+from services.redact import redact
+
+MAX_LINES = 8
+ERROR_SIGNALS = ("kv_not_enough", "cuda_oom", "gpu_memory_taken", "graph_capture_failed", "port_in_use",
+                 "bad_argument", "model_load", "nccl", "gpu_lost", "segfault", "native_abort", "engine_death",
+                 "exception_line")
+_FLAG_RX = re.compile(
+    r"--(speculative-num-steps|mem-fraction-static|context-length|speculative-eagle-topk|max-model-len"
+    r"|speculative-num-draft-tokens|port|cuda-graph-max-bs|max-running-requests|gpu-memory-utilization"
+    r"|max-num-seqs|tensor-parallel-size|tp)[= ]+(\S+)"
+)
+FLAGS_FOR = {
+    "kv_cache_oom": ("speculative-num-steps", "speculative-eagle-topk", "speculative-num-draft-tokens",
+                     "mem-fraction-static", "context-length", "max-model-len", "gpu-memory-utilization",
+                     "max-num-seqs", "max-running-requests"),
+    "cuda_graph_capture_oom": ("cuda-graph-max-bs", "mem-fraction-static", "gpu-memory-utilization"),
+    "cuda_oom_runtime": ("mem-fraction-static", "gpu-memory-utilization", "max-running-requests",
+                         "max-num-seqs"),
+    "port_in_use": ("port",),
+}
+
+
+def unit_flags(unit_file: str | None, names: tuple[str, ...]) -> str | None:
+    """`--flag value ...` of the unit file restricted to `names`, or None."""
+    found = {k: v for k, v in _FLAG_RX.findall(unit_file or "") if k in names}
+    return " ".join(f"--{k} {v}" for k, v in found.items()) or None
+
+
+def _stamp(us: int) -> str:
+    if not us:
+        return "--:--:--.---"
+    secs = us // 1_000_000
+    return f"{secs // 3600 % 24:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}.{us // 1000 % 1000:03d}"
+
+
+def quote(line: str, limit: int = 600) -> str:
+    """A line as evidence: redacted, cut to `limit` characters."""
+    text = redact(line if len(line) <= limit * 4 else line[: limit * 4])
+    text = text.replace("\r", " ").replace("\x1b", "")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+Line = tuple[int, str]  # (realtime µs, message)
+
+
+def _line(e: JournalEntry | SystemdEvent) -> Line:
+    return (e.realtime_us, e.message)
+
+
+def _systemd_lines(inv: Invocation, mode: str) -> list[Line]:
+    kinds = {"main_exited", "failed_result", "stop_timeout", "oom_kill", "start_limit_hit"}
+    if mode == "stop":
+        kinds |= {"stopping", "killing"}
+    return [_line(ev) for ev in inv.events if ev.kind in kinds]
+
+
+def select(ctx: Context, label: str, match: Match) -> tuple[str, ...]:
+    """The evidence lines, `HH:MM:SS.mmm message`, in time order; the unit's flags last."""
+    picked: list[Line] = [_line(e) for e in match.lines[:3]]
+    inv = ctx.focus
+    if inv is not None and label not in {"healthy"}:
+        root = root_exception(inv) if ctx.mode == "failure" else None
+        if root is not None:
+            picked.append(_line(root.entry))
+        errors = inv.signals(*ERROR_SIGNALS) if ctx.mode == "failure" else []
+        if errors:
+            picked.append(_line(errors[0].entry))
+        if label in {"unknown"}:
+            picked += [_line(e) for e in list(inv.tail)[-3:] if e.pid != 1]
+        picked += _systemd_lines(inv, ctx.mode)[:3]
+        picked += [_line(ev) for ev in inv.suppressed[:1]]
+    restarts = [ev for i in ctx.invocations for ev in i.events if ev.kind == "scheduled_restart"]
+    if restarts and label not in {"healthy"}:
+        picked.append(_line(restarts[-1]))
+    unique = list(dict.fromkeys(line for line in picked if line[1].strip()))[:MAX_LINES]
+    unique.sort()
+    lines = [f"{_stamp(t)} {quote(msg)}" for t, msg in unique]
+    flags = unit_flags(ctx.side.unit_file, FLAGS_FOR.get(label, ()))
+    if flags and len(lines) < MAX_LINES:
+        lines.append(f"unit file: {flags}")
+    return tuple(lines)
