@@ -4,11 +4,14 @@ recorded actions — and `RanBefore`, what a killed invocation had been doing.""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from services.errors import UserInputError
 from services.journal import JournalEntry, entry_from_obj
@@ -76,9 +79,69 @@ def parse_time(value: Any) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def _objs(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+# --- the `--extra` document, validated by pydantic: a malformed item is dropped, never the whole document ------
+
+_Int = Annotated[int | None, BeforeValidator(int_or_none)]
+_Str = Annotated[str | None, BeforeValidator(_opt)]
+_Text = Annotated[str, BeforeValidator(lambda v: str(v or ""))]
+_Time = Annotated[datetime | None, BeforeValidator(parse_time)]
+_LENIENT = ConfigDict(extra="ignore", frozen=True)
+
+
+class _AppIn(BaseModel):
+    model_config = _LENIENT
+    pid: _Int = None
+    process_name: _Text = ""
+    used_memory: _Int = None
+
+
+class _ActionIn(BaseModel):
+    model_config = _LENIENT
+    at: _Time = None
+    who: Annotated[str, BeforeValidator(lambda v: str(v or "pitcrew"))] = "pitcrew"
+    action: _Text = ""
+    detail: _Text = ""
+
+
+class _ProcessIn(BaseModel):
+    model_config = _LENIENT
+    pid: _Int = None
+    ppid: _Int = None
+    user: _Str = None
+    cgroup: _Str = None
+    cmdline: _Str = None
+    started: _Str = None
+
+
+class _ListenerIn(BaseModel):
+    model_config = _LENIENT
+    local: _Text = ""
+    pid: _Int = None
+    process: _Str = None
+    user: _Str = None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _items(data: Mapping[str, Any], key: str, model: type[M]) -> list[M]:
+    """The items of list ``key`` that validate as ``model``; anything else is skipped."""
     value = data.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+    out: list[M] = []
+    for item in value if isinstance(value, list) else ():
+        with contextlib.suppress(ValidationError):
+            out.append(model.model_validate(item))
+    return out
+
+
+def _gpu_lines(raw: Any) -> list[str]:
+    if isinstance(raw, list):
+        return [str(x) for x in raw if isinstance(x, str | int)]
+    return str(raw).splitlines() if isinstance(raw, str) else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,72 +164,34 @@ class SideEvidence:
             raise UserInputError("side evidence must be one JSON object")
         show_raw = data.get("systemctl_show")
         show = {str(k): str(v) for k, v in show_raw.items()} if isinstance(show_raw, Mapping) else {}
-        apps = []
-        for o in _objs(data, "nvidia_smi_apps"):
-            pid = int_or_none(o.get("pid"))
-            if pid is not None:
-                apps.append(GpuApp(pid, str(o.get("process_name") or ""), int_or_none(o.get("used_memory"))))
-        gpu_raw = data.get("nvidia_smi_gpu")
-        gpu = (
-            [str(x) for x in gpu_raw if isinstance(x, str | int)]
-            if isinstance(gpu_raw, list)
-            else str(gpu_raw).splitlines()
-            if isinstance(gpu_raw, str)
-            else []
-        )
+        apps = [GpuApp(a.pid, a.process_name, a.used_memory)
+                for a in _items(data, "nvidia_smi_apps", _AppIn) if a.pid is not None]
         kernel = []
-        for i, o in enumerate(_objs(data, "kernel_journal")):
+        raw_kernel = data.get("kernel_journal")
+        kernel_objs = [o for o in raw_kernel if isinstance(o, Mapping)] if isinstance(raw_kernel, list) else []
+        for i, o in enumerate(kernel_objs):
             obj = dict(o)
             obj.setdefault("__CURSOR", f"kernel-{i}")
             obj.setdefault("_TRANSPORT", "kernel")
             entry = entry_from_obj(obj)
             if entry is not None:
                 kernel.append(entry)
-        actions = []
-        for o in _objs(data, "actions"):
-            at = parse_time(o.get("at"))
-            if at is not None and o.get("action"):
-                actions.append(
-                    Action(at, str(o.get("who") or "pitcrew"), str(o["action"]), str(o.get("detail") or ""))
-                )
-        procs = []
-        for o in _objs(data, "process_info"):
-            pid = int_or_none(o.get("pid"))
-            if pid is not None:
-                procs.append(
-                    ProcessInfo(
-                        pid,
-                        int_or_none(o.get("ppid")),
-                        _opt(o.get("user")),
-                        _opt(o.get("cgroup")),
-                        _opt(o.get("cmdline")),
-                        _opt(o.get("started")),
-                    )
-                )
-        listeners = [
-            Listener(
-                str(o.get("local") or ""),
-                int_or_none(o.get("pid")),
-                _opt(o.get("process")),
-                _opt(o.get("user")),
-            )
-            for o in _objs(data, "ss_listen")
-        ]
+        actions = [Action(a.at, a.who, a.action, a.detail)
+                   for a in _items(data, "actions", _ActionIn) if a.at is not None and a.action]
+        procs = [ProcessInfo(p.pid, p.ppid, p.user, p.cgroup, p.cmdline, p.started)
+                 for p in _items(data, "process_info", _ProcessIn) if p.pid is not None]
+        listeners = [Listener(s.local, s.pid, s.process, s.user) for s in _items(data, "ss_listen", _ListenerIn)]
         unit_file = data.get("unit_file")
         return cls(
             MappingProxyType(show),
             tuple(apps),
-            tuple(gpu),
+            tuple(_gpu_lines(data.get("nvidia_smi_gpu"))),
             tuple(kernel),
             tuple(sorted(actions, key=lambda a: a.at)),
             unit_file if isinstance(unit_file, str) else None,
             tuple(procs),
             tuple(listeners),
         )
-
-
-def _opt(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 # --- result types -------------------------------------------------------------------------------
