@@ -40,8 +40,8 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 _COLUMNS = ("C", "req", "fail", "out tok/s", "req/s", "achieved C", "steady tok/s", "TTFT p50/p99 ms",
-            "TPOT p50 ms", "tok/s/req p50", "tok/chunk", "srv accept len", "CPU s/1k tok", "lag p99 ms")
-_COMPACT = ("C", "req", "fail", "out tok/s", "TTFT p50/p99 ms", "tok/s/req p50", "tok/chunk")
+            "TPOT p50 ms", "tok/s/req p50", "N/SSE events", "srv accept len", "CPU s/1k tok", "lag p99 ms")
+_COMPACT = ("C", "req", "fail", "out tok/s", "TTFT p50/p99 ms", "tok/s/req p50")
 
 
 def render_table(result: BenchResult) -> None:
@@ -66,6 +66,9 @@ def render_table(result: BenchResult) -> None:
             _fmt(lv.client.cpu_s_per_1k_tokens, 3), _fmt(lv.client.loop_lag_ms_p99, 1)), strict=True))
         table.add_row(*(cells[c] for c in columns))
     out.print(table)
+    if "N/SSE events" in columns:
+        out.print("N/SSE events: output tokens per text-carrying event, the first token's event included; "
+                  "not the accept length (see 'srv accept len')")
     if any(lv.chunk_counted for lv in result.levels):
         out.print("* chunk-counted (lower bound): the server sent no usage, N counts SSE chunks")
     if any(lv.unreliable for lv in result.levels):

@@ -1,7 +1,7 @@
 """A known-truth OpenAI-compatible streaming server, to measure benchmark clients against.
 
 Run as its own process: `python -m support.truth_server --port 0 [--ttft 0.05 --rate 100
---tokens-per-chunk 5.5 --capacity 3000 --max-running 16 --usage on|last|off ...]`; it prints
+--tokens-per-chunk 5.5 --capacity 3000 --max-running 16 --usage on|last|off --eos-spread 0.5 ...]`; it prints
 `{"port": N, "pid": P}` on one line once it listens on 127.0.0.1. It serves
 `/v1/chat/completions` and `/v1/completions` (streaming), `/v1/models`, `/metrics`, `/truth`
 (parameters, max observed concurrency, and per request `[arrival, first chunk written, last chunk
@@ -35,6 +35,7 @@ from support.truth_plan import (
     STREAM_HEAD,
     Faults,
     TruthParams,
+    answer_len,
     stream_plan,
     text_frame,
     usage_frame,
@@ -350,11 +351,13 @@ class Conn(asyncio.Protocol):
         if usage == "on" and not opts.get("include_usage"):
             usage = "off"
         drop = f.drop_after if f.kind == "drop" and f.applies(idx) else None
-        s = Stream(self, api, max(n, 1), usage, stream_plan(max(n, 1), srv.p), drop)
-        s.arrival = self.arrived or s.arrival
         tag = _TAG.search(body, 0, 600)
+        number = int(tag.group(1)) if tag is not None else idx
+        n = answer_len(n, number, srv.p.eos_spread)
+        s = Stream(self, api, n, usage, stream_plan(n, srv.p), drop)
+        s.arrival = self.arrived or s.arrival
         if tag is not None:
-            s.tag = float(tag.group(1))
+            s.tag = float(number)
         self.stream = s
         self.write(STREAM_HEAD)
         srv.submit(s)
@@ -380,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--first-chunk", choices=("one", "pattern"), default="one")
     ap.add_argument("--capacity", type=float, default=None)
     ap.add_argument("--max-running", type=int, default=None)
+    ap.add_argument("--eos-spread", type=float, default=0.0,
+                    help="variable output lengths: EOS cuts up to this fraction off each answer")
     ap.add_argument("--usage", choices=("on", "last", "off"), default="on")
     ap.add_argument("--no-role-chunk", action="store_true")
     ap.add_argument("--fault", choices=("error", "drop", "hang", "die"), default=None)
@@ -390,7 +395,8 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     params = TruthParams(ttft_s=a.ttft, rate=a.rate, tokens_per_chunk=a.tokens_per_chunk,
                          first_chunk=a.first_chunk, capacity=a.capacity, max_running=a.max_running,
-                         usage=a.usage, role_chunk=not a.no_role_chunk)
+                         usage=a.usage, role_chunk=not a.no_role_chunk,
+                         eos_spread=a.eos_spread)
     faults = Faults(kind=a.fault, start=a.fault_from, every=a.fault_every, status=a.fault_status,
                     drop_after=a.drop_after)
     try:
