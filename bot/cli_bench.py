@@ -132,7 +132,7 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
           duration: float | None, warmup: int, input_len: int, output_len: int, prompts: str | None,
           seed: int, timeout: float, metrics: str, as_json: bool) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop, per concurrency level)."""
-    from services.bench import BenchSpec, SglangMetricsProbe, VllmMetricsProbe
+    from services.bench import BenchSpec, SglangMetricsProbe, VllmMetricsProbe, run_client_loop
     from services.errors import BenchmarkError
 
     try:
@@ -155,7 +155,7 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
     probe = (SglangMetricsProbe(spec.base_url) if metrics == "sglang"
              else VllmMetricsProbe(spec.base_url) if metrics == "vllm" else None)
     try:
-        result = asyncio.run(_run(spec, probe, as_json))
+        result = run_client_loop(_run(spec, probe, as_json))
     except BenchmarkError as exc:
         _fail(str(exc), code=1)
     if as_json:
