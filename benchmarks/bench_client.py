@@ -50,7 +50,8 @@ async def one_run(srv: TruthServer, c: int, n: int, output_len: int) -> dict[str
     res = await run_benchmark_isolated(spec, probe="sglang")
     cpu = children_cpu() - before
     lv = res.levels[0]
-    recs = [r for r in (await srv.truth())["records"] if r[6] >= FIRST_INDEX + c]  # warmups: 1 per slot
+    first = FIRST_INDEX + c  # the C warmups (one per slot) come first, then the n measured requests
+    recs = [r for r in (await srv.truth())["records"] if first <= r[6] < first + n]
     assert len(recs) == n and all(r[5] == 1.0 for r in recs), "server record does not match the run"
     window = max(r[2] for r in recs) - min(r[0] for r in recs)
     return {"cpu": cpu, "tokens": lv["output_tokens"], "tok_s": lv["output_tok_s"],
