@@ -6,7 +6,7 @@ of it (same monotonic clock: arrival, first and last chunk written), and with th
 parameters (TTFT 50 ms, 100 tok/s per stream). Prints one row per case.
 
     .venv/bin/python benchmarks/bench_accuracy.py [--levels 1,4,16,64] [--tpc 1,5.5]
-        [--output-len 256] [--rounds 2] [--transport aiohttp|httpx]
+        [--output-len 256] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -56,12 +56,12 @@ def pct(a: float | None, b: float | None) -> str:
     return "-" if a is None or not b else f"{(a - b) / b * 100:+.2f}%"
 
 
-async def case(tpc: float, c: int, output_len: int, rounds: int, transport: str) -> None:
+async def case(tpc: float, c: int, output_len: int, rounds: int) -> None:
     args = ["--ttft", str(TTFT_S), "--rate", str(RATE), "--tokens-per-chunk", str(tpc)]
     async with truth_server(*args) as srv:
         spec = BenchSpec(url=srv.url, concurrency=(c,), requests_per_level=max(rounds * c, 6), warmup=c,
                          output_len=output_len, input_len=64, timeout_s=60.0)
-        res = await run_benchmark(spec, transport=transport)  # type: ignore[arg-type]
+        res = await run_benchmark(spec)
         facts = await srv.truth()
     lv = res.levels[0]
     cmp = compare(lv, facts["records"])
@@ -86,13 +86,12 @@ async def main() -> None:
     ap.add_argument("--tpc", default="1,5.5")
     ap.add_argument("--output-len", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--transport", default="aiohttp", choices=("aiohttp", "httpx"))
     a = ap.parse_args()
     print(f"truth: TTFT {TTFT_S * 1000:.0f} ms, {RATE:.0f} tok/s per stream, {a.output_len} tokens, "
-          f"first chunk 1 token then the given mean; transport {a.transport}")
+          f"first chunk 1 token then the given mean")
     for tpc in (float(x) for x in a.tpc.split(",")):
         for c in (int(x) for x in a.levels.split(",")):
-            await case(tpc, c, a.output_len, a.rounds, a.transport)
+            await case(tpc, c, a.output_len, a.rounds)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """pitcrew's benchmark client side by side with peers, against the same known-truth server, in one run.
 
 Peers: aiperf (NVIDIA, from PyPI, in its own venv: it is NOT a project dependency) when found,
+a plain aiohttp loop (`ClientSession`, one line per event from `resp.content`, `json.loads` per event),
 and a naive httpx loop (httpx default transport, `aiter_lines`, `json.loads` per event: what a
 first attempt looks like). Every client runs as a child process; CPU is the children's CPU
 (`getrusage(RUSAGE_CHILDREN)`), measured at two request counts so the start-up cost cancels:
@@ -110,12 +111,59 @@ async def naive(url: str, c: int, n: int, out_len: int) -> None:
     print(json.dumps({"ttft_ms": statistics.mean(ttfts) * 1000, "dec": statistics.mean(decs), "tokens": tokens}))
 
 
+async def plain_aiohttp(url: str, c: int, n: int, out_len: int) -> None:
+    import aiohttp
+
+    ttfts: list[float] = []
+    decs: list[float] = []
+    tokens = 0
+    left = n
+
+    async def one(session: aiohttp.ClientSession, i: int) -> None:
+        nonlocal tokens
+        body = {"model": "truth", "messages": [{"role": "user", "content": f"Request {i} hello"}],
+                "max_tokens": out_len, "stream": True, "stream_options": {"include_usage": True},
+                "ignore_eos": True, "temperature": 0}
+        t0 = time.perf_counter()
+        first = last = None
+        usage = 0
+        async with session.post(url + "/v1/chat/completions", json=body) as resp:
+            async for raw in resp.content:
+                line = raw.decode().strip()
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                doc = json.loads(line[6:])
+                if doc.get("usage"):
+                    usage = doc["usage"]["completion_tokens"]
+                for ch in doc.get("choices", []):
+                    if ch.get("delta", {}).get("content"):
+                        now = time.perf_counter()
+                        first = first or now
+                        last = now
+        if first is not None and last is not None and usage > 1:
+            ttfts.append(first - t0)
+            decs.append((usage - 1) / (last - first))
+            tokens += usage
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await one(session, left)
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c),
+                                     timeout=aiohttp.ClientTimeout(total=600)) as session:
+        await asyncio.gather(*(worker(session) for _ in range(c)))
+    print(json.dumps({"ttft_ms": statistics.mean(ttfts) * 1000, "dec": statistics.mean(decs), "tokens": tokens}))
+
+
 # -- one client, two sizes ----------------------------------------------------------------------------
 
 
-async def server_ttft(srv: TruthServer) -> float:
+async def server_ttft(srv: TruthServer, first_tag: float = -1.0) -> float:
+    """Mean server TTFT over the complete requests tagged `first_tag` or later (pitcrew: its measured ones)."""
     recs = (await srv.truth())["records"]
-    return statistics.mean((r[1] - r[0]) * 1000 for r in recs if r[5] == 1.0)
+    return statistics.mean((r[1] - r[0]) * 1000 for r in recs if r[5] == 1.0 and r[6] >= first_tag)
 
 
 async def measure(name: str, srv: TruthServer, c: int, out_len: int, small: int, big: int,
@@ -131,8 +179,9 @@ async def measure(name: str, srv: TruthServer, c: int, out_len: int, small: int,
             lv = json.loads(out)["levels"][0]
             fig = {"ttft_ms": lv["ttft_ms"]["mean"], "dec": lv["decode_tok_s_per_request"]["mean"],
                    "tokens": lv["output_tokens"] * (n + c) / n, "own_cpu": lv["client"]["cpu_s_per_1k_tokens"]}
-        elif name == "naive-httpx":
-            cpu, out = await run_child([sys.executable, __file__, "--naive", srv.url, str(c), str(n + c),
+        elif name in ("naive-httpx", "plain-aiohttp"):
+            flag = "--naive" if name == "naive-httpx" else "--plain-aiohttp"
+            cpu, out = await run_child([sys.executable, __file__, flag, srv.url, str(c), str(n + c),
                                         str(out_len)])
             fig = json.loads(out.strip().splitlines()[-1])
         else:
@@ -150,7 +199,7 @@ async def measure(name: str, srv: TruthServer, c: int, out_len: int, small: int,
                    "dec": 1000.0 / doc["inter_token_latency"]["avg"],
                    "tokens": doc["total_osl"]["avg"] * (n + c) / n}
         fig["cpu"] = cpu
-        fig["server_ttft_ms"] = await server_ttft(srv)
+        fig["server_ttft_ms"] = await server_ttft(srv, 1_000_000 + c if name == "pitcrew" else -1.0)
         runs.append(fig)
     a, b = runs
     marginal = (b["cpu"] - a["cpu"]) / max(b["tokens"] - a["tokens"], 1) * 1000
@@ -171,11 +220,16 @@ async def main() -> None:
     ap.add_argument("--aiperf", default="/tmp/peer-aiperf/bin/aiperf")
     ap.add_argument("--tokenizer", default="/tmp/toy-tokenizer")
     ap.add_argument("--naive", nargs=4, metavar=("URL", "C", "N", "OUT"))
+    ap.add_argument("--plain-aiohttp", nargs=4, metavar=("URL", "C", "N", "OUT"))
     a = ap.parse_args()
     if a.naive:
         await naive(a.naive[0], int(a.naive[1]), int(a.naive[2]), int(a.naive[3]))
         return
-    clients = ["pitcrew", "naive-httpx"]
+    if a.plain_aiohttp:
+        u, cc, nn, oo = a.plain_aiohttp
+        await plain_aiohttp(u, int(cc), int(nn), int(oo))
+        return
+    clients = ["pitcrew", "plain-aiohttp", "naive-httpx"]
     if _exists(a.aiperf) and _exists(a.tokenizer):
         clients.append("aiperf")
     else:

@@ -40,8 +40,8 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 _COLUMNS = ("C", "req", "fail", "out tok/s", "req/s", "achieved C", "steady tok/s", "TTFT p50/p99 ms",
-            "TPOT p50 ms", "tok/s/req p50", "tok/chunk", "srv accept len", "CPU s/1k tok", "lag p99 ms")
-_COMPACT = ("C", "req", "fail", "out tok/s", "TTFT p50/p99 ms", "tok/s/req p50", "tok/chunk")
+            "TPOT p50 ms", "tok/s/req p50", "N/SSE events", "srv accept len", "CPU s/1k tok", "lag p99 ms")
+_COMPACT = ("C", "req", "fail", "out tok/s", "TTFT p50/p99 ms", "tok/s/req p50")
 
 
 def render_table(result: BenchResult) -> None:
@@ -66,6 +66,9 @@ def render_table(result: BenchResult) -> None:
             _fmt(lv.client.cpu_s_per_1k_tokens, 3), _fmt(lv.client.loop_lag_ms_p99, 1)), strict=True))
         table.add_row(*(cells[c] for c in columns))
     out.print(table)
+    if "N/SSE events" in columns:
+        out.print("N/SSE events: output tokens per text-carrying event, the first token's event included; "
+                  "not the accept length (see 'srv accept len')")
     if any(lv.chunk_counted for lv in result.levels):
         out.print("* chunk-counted (lower bound): the server sent no usage, N counts SSE chunks")
     if any(lv.unreliable for lv in result.levels):
@@ -129,7 +132,7 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
           duration: float | None, warmup: int, input_len: int, output_len: int, prompts: str | None,
           seed: int, timeout: float, metrics: str, as_json: bool) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop, per concurrency level)."""
-    from services.bench import BenchSpec, SglangMetricsProbe, VllmMetricsProbe
+    from services.bench import BenchSpec, SglangMetricsProbe, VllmMetricsProbe, run_client_loop
     from services.errors import BenchmarkError
 
     try:
@@ -152,7 +155,7 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
     probe = (SglangMetricsProbe(spec.base_url) if metrics == "sglang"
              else VllmMetricsProbe(spec.base_url) if metrics == "vllm" else None)
     try:
-        result = asyncio.run(_run(spec, probe, as_json))
+        result = run_client_loop(_run(spec, probe, as_json))
     except BenchmarkError as exc:
         _fail(str(exc), code=1)
     if as_json:

@@ -3,6 +3,7 @@ concurrency, server-side probes, statistics) and the child process the bot runs 
 
 The names below are the package's public API: other packages import only these."""
 
+from services.bench.conn import run_client_loop
 from services.bench.probes import SglangMetricsProbe, VllmMetricsProbe
 from services.bench.process import run_benchmark_isolated
 from services.bench.runner import BenchProgress, BenchSpec, run_benchmark
@@ -16,4 +17,5 @@ __all__ = [
     "VllmMetricsProbe",
     "run_benchmark",
     "run_benchmark_isolated",
+    "run_client_loop",
 ]

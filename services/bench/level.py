@@ -1,34 +1,38 @@
-"""One concurrency level of the closed-loop benchmark: exactly C requests in flight.
+"""One concurrency level of the closed-loop benchmark: at most C requests in flight.
 
-Owns the per-level machinery: C worker tasks on the shared `httpx.AsyncClient`, each sending its
-warmup requests first (excluded, so the measurement starts with C streams in flight), then the
-measured requests, then padding requests that keep C in flight until the last measured request
-ends (they are cancelled and never counted); per-request deadlines and
-failure classes; the event-loop lag ticker; the process CPU over the measurement window; the
-server probe around the same window; cancellation and the dead-server stop.
+Owns the per-level machinery: C worker tasks, each on its own keep-alive connection
+(`services.bench.conn.SlotConnection`), each sending its
+warmup requests first; a barrier (every slot's warmups finished) so that the measurement window
+starts with no unmeasured request on the server; then the measured requests, taken by whichever
+slot is free, and nothing after the last one (no padding), so the window, from the first measured
+request sent to the last one's end, holds only measured requests and every figure computed from
+them is what the server did in it. Also per-request deadlines and failure classes; the event-loop
+lag ticker; the process CPU over the measurement window; the server probe around the same window;
+cancellation and the dead-server stop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import httpx
-
-from services.bench.http import SENT_AT
+from services.bench.conn import ConnectFailed, Dropped, Endpoint, SlotConnection
 from services.bench.probes import ServerProbe
 from services.bench.sse import StreamState
 from services.bench.stats import LevelInputs, LevelResult, RequestRecord, ServerFigures, summarize
 
-LAG_TICK_S = 0.010
+LAG_TICK_S = 0.010  # the lag ticker's period with 16 or more slots
+LAG_TICK_MAX_S = 0.100  # ... and with one: the period is 0.16 s / C within these bounds
 PROGRESS_EVERY_S = 0.5
 FAILURE_BACKOFF_S = 0.05
 DEAD_AFTER_CONNECT_FAILURES = 3
-PROBE_END_TIMEOUT_S = 10.0
-_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+PROBE_TIMEOUT_S = 10.0
+
+
+def lag_tick_s(concurrency: int) -> float:
+    return min(max(0.16 / concurrency, LAG_TICK_S), LAG_TICK_MAX_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,16 +65,18 @@ class LevelPlan:
 class LevelRun:
     """Runs one level; `run()` returns its result, `stopped_reason` says why it ended early."""
 
-    def __init__(self, client: httpx.AsyncClient, plan: LevelPlan, *,
+    def __init__(self, endpoint: Endpoint, plan: LevelPlan, *,
                  progress: Callable[[BenchProgress], Awaitable[None]] | None,
                  probe: ServerProbe | None, cancel: asyncio.Event | None) -> None:
-        self._client = client
+        self._endpoint = endpoint
         self._plan = plan
         self._progress = progress
         self._probe = probe
         self._cancel = cancel
         self._next = plan.first_index
         self._measured_issued = 0
+        self._warming = plan.concurrency  # slots still sending their warmup requests
+        self._warmed = asyncio.Event()
         self._records: list[RequestRecord] = []
         self._failures: dict[str, int] = {}
         self._measured_done = 0
@@ -82,7 +88,7 @@ class LevelRun:
         self._lag: list[float] = []
         self._finished = asyncio.Event()
         self._connect_failures = 0
-        self._probe_begin: asyncio.Task[None] | None = None
+        self._probe_begun = False
         self._tokens = 0
         self.cancelled = False
         self.server_dead = False
@@ -115,45 +121,65 @@ class LevelRun:
 
     # -- the closed loop -------------------------------------------------------------------------
 
-    def _kind(self) -> str:
+    def _take_measured(self) -> bool:
+        """Claim the next measured request; False once the count is reached or the time is up."""
         plan = self._plan
         if plan.requests is not None:
-            if self._measured_issued < plan.requests:
-                self._measured_issued += 1
-                return "measure"
-            return "pad"
-        return "pad" if self._deadline_passed else "measure"
+            if self._measured_issued >= plan.requests:
+                return False
+            self._measured_issued += 1
+            return True
+        return not self._deadline_passed
 
     async def _worker(self) -> None:
-        warmups = self._plan.warmup
-        while not self._finished.is_set():
+        conn = SlotConnection(self._endpoint, connect_timeout_s=min(10.0, self._plan.timeout_s))
+        try:
+            await self._slot(conn)
+        finally:
+            conn.close()
+
+    async def _slot(self, conn: SlotConnection) -> None:
+        for _ in range(self._plan.warmup):
+            if self._finished.is_set():
+                return
             idx = self._next
             self._next += 1
-            if warmups > 0:
-                warmups -= 1
-                kind = "warmup"
-            else:
-                kind = self._kind()
-            if kind == "measure":
-                if self._measure_start is None:
-                    self._start_measuring()
-                self._measured_inflight += 1
-            slot = time.perf_counter()
-            body = self._plan.body(idx)
-            ok = await self._request(body, slot, idx, measured=kind == "measure")
-            if kind == "measure":
-                self._measured_inflight -= 1
-                self._measured_done += 1
-                self._check_finished()
+            if not await self._request(conn, idx, time.perf_counter(), measured=False):
+                await asyncio.sleep(FAILURE_BACKOFF_S)
+        self._warming -= 1
+        if self._warming == 0:  # the last slot to finish its warmups opens the window
+            await self._begin_probe()
+            self._warmed.set()
+        await self._warmed.wait()
+        while not self._finished.is_set() and self._take_measured():
+            idx = self._next
+            self._next += 1
+            if self._measure_start is None:
+                self._start_measuring()
+            self._measured_inflight += 1
+            ok = await self._request(conn, idx, time.perf_counter(), measured=True)
+            self._measured_inflight -= 1
+            self._measured_done += 1
+            self._check_finished()
             if not ok:
                 await asyncio.sleep(FAILURE_BACKOFF_S)
+
+    async def _begin_probe(self) -> None:
+        """The server's figures at the window's start, read before any measured request is sent
+        (so its HTTP call neither competes with them nor counts as the client's CPU)."""
+        if self._probe is None:
+            return
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                await self._probe.begin()
+            self._probe_begun = True
+        except Exception:  # a probe never breaks a benchmark
+            self._probe_begun = False
 
     def _start_measuring(self) -> None:
         self._measure_start = time.perf_counter()
         self._cpu_start = time.process_time()
         self._lag.clear()
-        if self._probe is not None:
-            self._probe_begin = asyncio.create_task(self._probe.begin())
         if self._plan.duration_s is not None:
             asyncio.get_running_loop().call_later(self._plan.duration_s, self._deadline)
 
@@ -179,33 +205,21 @@ class LevelRun:
                 self._finished.set()
         return False
 
-    async def _request(self, body: bytes, slot: float, idx: int, *, measured: bool) -> bool:
+    async def _request(self, conn: SlotConnection, idx: int, slot: float, *, measured: bool) -> bool:
         state = StreamState()
-        sent: list[float] = []
-        SENT_AT.set(sent)
-        t_call = time.perf_counter()
+        request = self._endpoint.request(self._plan.path, self._plan.body(idx))
         try:
             async with asyncio.timeout(self._plan.timeout_s):
-                async with self._client.stream("POST", self._plan.path, content=body,
-                                               headers=_HEADERS) as resp:
-                    if resp.status_code != 200:
-                        await resp.aread()
-                        return self._fail(f"http_{resp.status_code}", measured)
-                    self._connect_failures = 0
-                    feed = state.feed
-                    clock = time.perf_counter
-                    async for data in resp.aiter_raw():
-                        feed(data, clock())
-                        if state.error is not None:
-                            break
+                resp = await conn.stream(request, state)
         except TimeoutError:
             return self._fail("timeout", measured)
-        except (httpx.ConnectError, httpx.ConnectTimeout):
+        except ConnectFailed:
             return self._fail("connect", measured)
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+        except Dropped:
             return self._fail("dropped", measured)
-        except httpx.HTTPError:
-            return self._fail("http_error", measured)
+        self._connect_failures = 0
+        if resp.status != 200:
+            return self._fail(f"http_{resp.status}", measured)
         if state.error is not None:
             return self._fail("stream_error", measured)
         if state.first_text is None or state.last_text is None:
@@ -214,7 +228,7 @@ class LevelRun:
             return self._fail("dropped", measured)
         if not measured:
             return True
-        t0 = sent[0] if sent and sent[0] >= t_call else t_call
+        t0 = resp.t0
         counted = state.completion_tokens is None
         tokens = state.text_events if state.completion_tokens is None else state.completion_tokens
         self._tokens += tokens
@@ -226,15 +240,18 @@ class LevelRun:
     # -- around the loop -------------------------------------------------------------------------
 
     async def _ticker(self) -> None:
+        """Sample the event loop's lag; few slots mean few events, so it wakes less often there
+        (at C=1 a 10 ms ticker was a third of the client's CPU)."""
         loop = asyncio.get_running_loop()
+        tick = lag_tick_s(self._plan.concurrency)
         next_progress = loop.time() + PROGRESS_EVERY_S
-        expected = loop.time() + LAG_TICK_S
+        expected = loop.time() + tick
         while True:
             await asyncio.sleep(max(expected - loop.time(), 0.0))
             now = loop.time()
             if self._measure_start is not None:
                 self._lag.append(max(now - expected, 0.0) * 1000.0)
-            expected = now + LAG_TICK_S
+            expected = now + tick
             if self._progress is not None and now >= next_progress:
                 next_progress = now + PROGRESS_EVERY_S
                 await self._progress(self.snapshot())
@@ -255,13 +272,10 @@ class LevelRun:
         self._finished.set()
 
     async def _probe_end(self) -> ServerFigures:
-        if self._probe is None or self._probe_begin is None:
+        if self._probe is None or not self._probe_begun or self._measure_start is None:
             return ServerFigures()
         try:
-            async with asyncio.timeout(PROBE_END_TIMEOUT_S):
-                await self._probe_begin
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
                 return await self._probe.end()
         except Exception:  # a probe never breaks a benchmark
-            with contextlib.suppress(Exception):
-                self._probe_begin.cancel()
             return ServerFigures()

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from services.bench.conn import run_client_loop
 from services.errors import BenchmarkError
 
 
@@ -138,4 +139,4 @@ async def _child() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(_child()))
+    sys.exit(run_client_loop(_child()))

@@ -1,7 +1,7 @@
 """The benchmark of an OpenAI-compatible streaming server: what to run and `run_benchmark`.
 
-Owns `BenchSpec` (validated parameters), the run across concurrency levels on ONE
-`httpx.AsyncClient` (`services.bench.http`), the server check before the run and the result.
+Owns `BenchSpec` (validated parameters), the run across concurrency levels (one keep-alive
+connection per slot, `services.bench.conn`), the server check before the run and the result.
 Definitions live in `services.bench.stats`, the
 per-level closed loop in `services.bench.level`, SSE parsing in `services.bench.sse`, server-side
 figures in `services.bench.probes`.
@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import httpx
 
-from services.bench.http import Transport, make_client
+from services.bench.conn import Endpoint
 from services.bench.level import BenchProgress, LevelPlan, LevelRun
 from services.bench.probes import ServerProbe, SglangMetricsProbe, VllmMetricsProbe
 from services.bench.prompts import load_prompts_file, request_body, synthetic_prompt
@@ -48,7 +48,8 @@ class BenchSpec:
     seed: int = 0
     timeout_s: float = 600.0
     # `warmup` is a minimum count per level, rounded up to whole rounds: each of the C slots sends
-    # ceil(warmup / C) unmeasured requests first, so measuring starts with C streams in flight.
+    # ceil(warmup / C) unmeasured requests first; measuring starts when all of them have ended, with
+    # C measured requests sent at once, and nothing is sent after the last measured request.
     # `timeout_s` is each request's deadline, first byte to last. With `duration_s` set, the level
     # measures the requests sent during that many seconds and `requests_per_level` becomes None.
 
@@ -79,12 +80,13 @@ class BenchSpec:
         return self.url.rstrip("/").removesuffix("/v1")
 
 
-async def _check_server(client: httpx.AsyncClient, spec: BenchSpec) -> str | None:
+async def _check_server(spec: BenchSpec) -> str | None:
     """Fail fast if nothing answers; return the model to use (the spec's, else the first served)."""
     try:
-        async with asyncio.timeout(CHECK_TIMEOUT_S):
+        async with asyncio.timeout(CHECK_TIMEOUT_S), httpx.AsyncClient(
+                base_url=spec.base_url, timeout=CHECK_TIMEOUT_S, trust_env=False,
+                verify=spec.base_url.startswith("https://")) as client:
             resp = await client.get("/v1/models")
-            await resp.aread()
     except (TimeoutError, httpx.HTTPError) as exc:
         detail = (str(exc) or type(exc).__name__)[:200]
         raise BenchmarkError(f"cannot reach the server at {spec.base_url}: {detail}") from None
@@ -102,36 +104,33 @@ async def _check_server(client: httpx.AsyncClient, spec: BenchSpec) -> str | Non
 
 async def run_benchmark(spec: BenchSpec, *,
                         progress: Callable[[BenchProgress], Awaitable[None]] | None = None,
-                        probe: ServerProbe | None = None, cancel: asyncio.Event | None = None,
-                        transport: Transport = "aiohttp") -> BenchResult:
+                        probe: ServerProbe | None = None, cancel: asyncio.Event | None = None) -> BenchResult:
     """Benchmark `spec.url` at each concurrency level; a cancel returns what was measured so far."""
     started = datetime.now(UTC).isoformat(timespec="seconds")
     prompts = await asyncio.to_thread(load_prompts_file, spec.prompts_file) if spec.prompts_file else None
     path = "/v1/chat/completions" if spec.api == "chat" else "/v1/completions"
     levels: list[LevelResult] = []
     stopped = False
-    client = make_client(spec.base_url, pool=max(spec.concurrency), timeout_s=spec.timeout_s,
-                         transport=transport)
-    async with client:
-        model = await _check_server(client, spec)
+    model = await _check_server(spec)
+    endpoint = Endpoint.from_url(spec.base_url)
 
-        def body_at(idx: int) -> bytes:
-            prompt = (prompts[idx % len(prompts)] if prompts is not None
-                      else synthetic_prompt(spec.seed, idx, spec.input_len))
-            return request_body(spec.api, model, prompt, spec.output_len)
+    def body_at(idx: int) -> bytes:
+        prompt = (prompts[idx % len(prompts)] if prompts is not None
+                  else synthetic_prompt(spec.seed, idx, spec.input_len))
+        return request_body(spec.api, model, prompt, spec.output_len)
 
-        for n, c in enumerate(spec.concurrency, 1):
-            if cancel is not None and cancel.is_set():
-                stopped = True
-                break
-            plan = LevelPlan(concurrency=c, warmup=-(-spec.warmup // c), requests=spec.requests_per_level,
-                             duration_s=spec.duration_s, timeout_s=spec.timeout_s, path=path,
-                             body=body_at, first_index=n * 1_000_000,
-                             level=n, levels=len(spec.concurrency))
-            run = LevelRun(client, plan, progress=progress, probe=probe, cancel=cancel)
-            levels.append(await run.run())
-            if run.cancelled or run.server_dead:
-                stopped = True
-                break
+    for n, c in enumerate(spec.concurrency, 1):
+        if cancel is not None and cancel.is_set():
+            stopped = True
+            break
+        plan = LevelPlan(concurrency=c, warmup=-(-spec.warmup // c), requests=spec.requests_per_level,
+                         duration_s=spec.duration_s, timeout_s=spec.timeout_s, path=path,
+                         body=body_at, first_index=n * 1_000_000,
+                         level=n, levels=len(spec.concurrency))
+        run = LevelRun(endpoint, plan, progress=progress, probe=probe, cancel=cancel)
+        levels.append(await run.run())
+        if run.cancelled or run.server_dead:
+            stopped = True
+            break
     return BenchResult(url=spec.url, model=model, started_at=started, levels=tuple(levels),
                        cancelled=stopped and cancel is not None and cancel.is_set())

@@ -1,8 +1,13 @@
 """Benchmark value types and the arithmetic that turns per-request records into level figures.
 
 Owns the definitions of issue 4 once measurements exist: TTFT, E2E, N, TPOT, decode tok/s per
-request, tokens per chunk, output tok/s, request/s, achieved concurrency, the steady-state
+request, tokens per SSE event, output tok/s, request/s, achieved concurrency, the steady-state
 decode rate, percentiles, and the JSON document `pitcrew bench --json` prints.
+
+The window is the first measured request's send to the last measured request's end; the level
+runner sends nothing else in it (warmups end before it, no padding after the last measured request),
+so measured tokens / window is the server's output rate over the window, and sum(E2E) / window the
+mean number of requests it had in flight.
 """
 
 from __future__ import annotations
@@ -214,6 +219,19 @@ class LevelInputs:
     extra_warnings: tuple[str, ...] = ()
 
 
+def concurrency_warning(achieved: float, c: int, requests: int, cpu_s: float | None, window: float) -> str:
+    """Why the server had fewer than C requests in flight on average over the window."""
+    if requests < c:
+        why = f"only {requests} measured requests for {c} slots"
+    elif cpu_s is not None and cpu_s / window > CPU_BUSY_LIMIT:
+        why = "the client could not keep up"
+    else:
+        why = ("the last requests ran with fewer in flight: the request count is not a multiple of C "
+               "or the output lengths vary")
+    return (f"achieved concurrency {achieved:.2f} < {CONCURRENCY_WARN:.2f} x {c}: the server had fewer "
+            f"than {c} requests in flight on average ({why})")
+
+
 def summarize(inp: LevelInputs) -> LevelResult:
     recs = inp.records
     c = inp.concurrency
@@ -238,8 +256,7 @@ def summarize(inp: LevelInputs) -> LevelResult:
         req_s = len(recs) / window
         achieved = sum(r.e2e for r in recs) / window
         if achieved < CONCURRENCY_WARN * c:
-            warnings.append(f"achieved concurrency {achieved:.2f} < {CONCURRENCY_WARN:.2f} x {c}: "
-                            "the client or the request count limited the load")
+            warnings.append(concurrency_warning(achieved, c, len(recs), inp.cpu_s, window))
     lag_p99 = percentile(sorted(inp.lag_samples_ms), 99) if inp.lag_samples_ms else None
     cpu_per_1k = inp.cpu_s / tokens * 1000.0 if inp.cpu_s is not None and tokens else None
     busy = inp.cpu_s / window if inp.cpu_s is not None and window else None

@@ -28,6 +28,7 @@ class TruthParams:
     usage: str = "on"  # "on": usage chunk when asked; "last": on the last content chunk; "off"
     role_chunk: bool = True  # chat: send {"role": "assistant", "content": ""} on admission
     num_draft_tokens: int = 4  # only for the vLLM-style counters in /metrics
+    eos_spread: float = 0.0  # 0: every answer is max_tokens long; f: "EOS" cuts up to that fraction off
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,7 +65,16 @@ def chunk_sizes(n: int, k: float, first_chunk: str) -> list[int]:
     return sizes
 
 
-@lru_cache(maxsize=64)
+def answer_len(max_tokens: int, tag: int, spread: float) -> int:
+    """Tokens of the answer to prompt number `tag`: `max_tokens` less a fraction in [0, spread)
+    drawn from the prompt number alone (deterministic, so a test can predict it)."""
+    if spread <= 0:
+        return max(max_tokens, 1)
+    u = ((tag * 2654435761) % 4_294_967_296) / 4_294_967_296.0
+    return max(1, max_tokens - math.floor(max_tokens * min(spread, 1.0) * u))
+
+
+@lru_cache(maxsize=256)
 def stream_plan(n: int, p: TruthParams) -> list[tuple[float, int]]:
     """(decode tokens after the first chunk when the chunk is due, chunk size) for each chunk.
 

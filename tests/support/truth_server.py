@@ -1,10 +1,11 @@
 """A known-truth OpenAI-compatible streaming server, to measure benchmark clients against.
 
 Run as its own process: `python -m support.truth_server --port 0 [--ttft 0.05 --rate 100
---tokens-per-chunk 5.5 --capacity 3000 --max-running 16 --usage on|last|off ...]`; it prints
+--tokens-per-chunk 5.5 --capacity 3000 --max-running 16 --usage on|last|off --eos-spread 0.5 ...]`; it prints
 `{"port": N, "pid": P}` on one line once it listens on 127.0.0.1. It serves
 `/v1/chat/completions` and `/v1/completions` (streaming), `/v1/models`, `/metrics`, `/truth`
-(parameters, max observed concurrency, and per request `[arrival, first chunk written, last chunk
+(parameters, max observed concurrency, and per request `[arrival (the kernel's receive time of the
+request's first bytes), first chunk written, last chunk
 written, N, chunks, complete 1/0, prompt number or -1]` in `time.monotonic()` seconds), `POST /truth/reset` and
 `POST /control` (change parameters and fault knobs at run time).
 
@@ -23,6 +24,8 @@ import dataclasses
 import heapq
 import os
 import re
+import socket
+import struct
 import sys
 import time
 from collections import deque
@@ -35,12 +38,14 @@ from support.truth_plan import (
     STREAM_HEAD,
     Faults,
     TruthParams,
+    answer_len,
     stream_plan,
     text_frame,
     usage_frame,
 )
 
 _TAG = re.compile(rb"Request (\d+) ")
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python does not name it
 
 
 class Stream:
@@ -231,12 +236,57 @@ class Conn(asyncio.Protocol):
         self.stream: Stream | None = None
         self.busy = False
         self.arrived = 0.0
+        self.rsock: socket.socket | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            return
+        # Read through our own descriptor of the same connection with recvmsg, so that each read
+        # carries the kernel's receive time: a request's arrival is when its bytes reached this
+        # host, not when this process was next scheduled (under load that was 3-10 ms later, and
+        # counted as the client's TTFT error). The transport keeps writing.
+        rsock = socket.socket(fileno=os.dup(sock.fileno()))
+        try:
+            rsock.setblocking(False)
+            rsock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        except OSError:
+            rsock.close()
+            return
+        self.rsock = rsock
+        transport.pause_reading()
+        self.server.loop.add_reader(rsock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        assert self.rsock is not None
+        try:
+            data, anc, _, _ = self.rsock.recvmsg(65536, 64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data, anc = b"", []
+        if not data:
+            self._close_reader()
+            if self.transport is not None:
+                self.transport.close()
+            return
+        stamp = None
+        for level, kind, raw in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
+                sec, nsec = struct.unpack("qq", raw[:16])
+                stamp = sec + nsec * 1e-9 - (time.time() - time.monotonic())
+        self.data_received(data, stamp)
+
+    def _close_reader(self) -> None:
+        if self.rsock is not None:
+            self.server.loop.remove_reader(self.rsock.fileno())
+            self.rsock.close()
+            self.rsock = None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._close_reader()
         s = self.stream
         if s is not None and not s.closed:
             self.server.finish(s, decoding=s.i > 0)
@@ -257,9 +307,9 @@ class Conn(asyncio.Protocol):
         if self.buf:
             self._parse()
 
-    def data_received(self, data: bytes) -> None:
-        if not self.buf:
-            self.arrived = time.monotonic()  # before any parsing: the request's arrival
+    def data_received(self, data: bytes, kernel_stamp: float | None = None) -> None:
+        if not self.buf:  # the request's arrival: the kernel's receive time, else now (before parsing)
+            self.arrived = min(kernel_stamp, time.monotonic()) if kernel_stamp else time.monotonic()
         self.buf += data
         if not self.busy:
             self._parse()
@@ -350,11 +400,13 @@ class Conn(asyncio.Protocol):
         if usage == "on" and not opts.get("include_usage"):
             usage = "off"
         drop = f.drop_after if f.kind == "drop" and f.applies(idx) else None
-        s = Stream(self, api, max(n, 1), usage, stream_plan(max(n, 1), srv.p), drop)
-        s.arrival = self.arrived or s.arrival
         tag = _TAG.search(body, 0, 600)
+        number = int(tag.group(1)) if tag is not None else idx
+        n = answer_len(n, number, srv.p.eos_spread)
+        s = Stream(self, api, n, usage, stream_plan(n, srv.p), drop)
+        s.arrival = self.arrived or s.arrival
         if tag is not None:
-            s.tag = float(tag.group(1))
+            s.tag = float(number)
         self.stream = s
         self.write(STREAM_HEAD)
         srv.submit(s)
@@ -380,6 +432,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--first-chunk", choices=("one", "pattern"), default="one")
     ap.add_argument("--capacity", type=float, default=None)
     ap.add_argument("--max-running", type=int, default=None)
+    ap.add_argument("--eos-spread", type=float, default=0.0,
+                    help="variable output lengths: EOS cuts up to this fraction off each answer")
     ap.add_argument("--usage", choices=("on", "last", "off"), default="on")
     ap.add_argument("--no-role-chunk", action="store_true")
     ap.add_argument("--fault", choices=("error", "drop", "hang", "die"), default=None)
@@ -390,7 +444,8 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     params = TruthParams(ttft_s=a.ttft, rate=a.rate, tokens_per_chunk=a.tokens_per_chunk,
                          first_chunk=a.first_chunk, capacity=a.capacity, max_running=a.max_running,
-                         usage=a.usage, role_chunk=not a.no_role_chunk)
+                         usage=a.usage, role_chunk=not a.no_role_chunk,
+                         eos_spread=a.eos_spread)
     faults = Faults(kind=a.fault, start=a.fault_from, every=a.fault_every, status=a.fault_status,
                     drop_after=a.drop_after)
     try:

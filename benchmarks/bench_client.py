@@ -1,0 +1,103 @@
+"""pitcrew's benchmark client as the bot runs it, against the known-truth server: accuracy and cost.
+
+For 1 and 5.5 tokens per SSE chunk and C = 1, 16, 64, runs the benchmark the way the experiment
+pipeline does (`services.bench.process.run_benchmark_isolated`: a child process, SGLang metrics
+probe on) against a `support.truth_server` process (tests/support), and compares with the server's own record of
+the same measured requests (same monotonic clock):
+
+- output tok/s error: the client's figure vs the server's tokens / (last chunk written - first
+  arrival) of the measured requests (the window holds nothing else; tests/benchmark/test_bench_window.py);
+- TTFT error: client mean TTFT - server mean (first chunk written - arrival), same requests;
+- CPU s per 1000 output tokens: the child's own figure (process CPU over the measurement window,
+  what `pitcrew bench` shows) and the marginal cost from the children's rusage at two request counts
+  (start-up and imports cancel).
+
+    .venv/bin/python benchmarks/bench_client.py [--levels 1,16,64] [--tpc 1,5.5] [--output-len 256]
+        [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from services.bench import BenchSpec, run_benchmark_isolated
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+from support.truth_launch import TruthServer, truth_server  # noqa: E402
+
+TTFT_S = 0.05
+RATE = 100.0
+FIRST_INDEX = 1_000_000  # the first level's request numbers start here (services.bench.runner)
+GOALS = {"tok_s_pct": 0.5, "ttft_ms": 2.0, "cpu_c1": 0.13}
+
+
+def children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+async def one_run(srv: TruthServer, c: int, n: int, output_len: int) -> dict[str, Any]:
+    await srv.reset()
+    spec = BenchSpec(url=srv.url, concurrency=(c,), requests_per_level=n, warmup=c, output_len=output_len,
+                     input_len=64, timeout_s=120.0)
+    before = children_cpu()
+    res = await run_benchmark_isolated(spec, probe="sglang")
+    cpu = children_cpu() - before
+    lv = res.levels[0]
+    first = FIRST_INDEX + c  # the C warmups (one per slot) come first, then the n measured requests
+    recs = [r for r in (await srv.truth())["records"] if first <= r[6] < first + n]
+    assert len(recs) == n and all(r[5] == 1.0 for r in recs), "server record does not match the run"
+    window = max(r[2] for r in recs) - min(r[0] for r in recs)
+    return {"cpu": cpu, "tokens": lv["output_tokens"], "tok_s": lv["output_tok_s"],
+            "srv_tok_s": sum(r[3] for r in recs) / window, "ttft": lv["ttft_ms"]["mean"],
+            "srv_ttft": statistics.mean((r[1] - r[0]) * 1000 for r in recs),
+            "own_cpu": lv["client"]["cpu_s_per_1k_tokens"], "lag": lv["client"]["loop_lag_ms_p99"],
+            "warnings": lv["warnings"]}
+
+
+async def case(srv: TruthServer, tpc: float, c: int, output_len: int) -> dict[str, Any]:
+    small, big = (2, 8) if c == 1 else (c, 3 * c)
+    a = await one_run(srv, c, small, output_len)
+    b = await one_run(srv, c, big, output_len)
+    marginal = (b["cpu"] - a["cpu"]) / max(b["tokens"] - a["tokens"], 1) * 1000
+    err = (b["tok_s"] - b["srv_tok_s"]) / b["srv_tok_s"] * 100
+    ttft_err = b["ttft"] - b["srv_ttft"]
+    ok = abs(err) <= GOALS["tok_s_pct"] and abs(ttft_err) <= GOALS["ttft_ms"] and (
+        c != 1 or (b["own_cpu"] <= GOALS["cpu_c1"] and marginal <= GOALS["cpu_c1"]))
+    print(f"| {tpc:g} | {c} | {big} | {b['tok_s']:,.1f} | {b['srv_tok_s']:,.1f} | {err:+.3f} % | "
+          f"{b['ttft']:.2f} | {b['srv_ttft']:.2f} | {ttft_err:+.2f} | {b['own_cpu']:.3f} | {marginal:.3f} | "
+          f"{b['lag']:.1f} | {'ok' if ok else 'MISSED'} |", flush=True)
+    return {"ok": ok}
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--levels", default="1,16,64")
+    ap.add_argument("--tpc", default="1,5.5")
+    ap.add_argument("--output-len", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=1)
+    a = ap.parse_args()
+    print(f"truth: TTFT {TTFT_S * 1000:.0f} ms, {RATE:.0f} tok/s per stream, {a.output_len} tokens, first chunk "
+          f"1 token; goals: output tok/s within {GOALS['tok_s_pct']} %, TTFT within {GOALS['ttft_ms']} ms, "
+          f"C=1 CPU <= {GOALS['cpu_c1']} s/1k tokens")
+    print("| tok/chunk | C | requests | out tok/s | server | error | TTFT ms | server | error ms | "
+          "CPU s/1k (own) | CPU s/1k (marginal) | lag p99 ms | |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    results = []
+    for _ in range(a.repeat):
+        for tpc in (float(x) for x in a.tpc.split(",")):
+            async with truth_server("--ttft", str(TTFT_S), "--rate", str(RATE), "--tokens-per-chunk",
+                                    str(tpc)) as srv:
+                for c in (int(x) for x in a.levels.split(",")):
+                    results.append(await case(srv, tpc, c, a.output_len))
+    print(f"{sum(r['ok'] for r in results)}/{len(results)} cases within the goals")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
