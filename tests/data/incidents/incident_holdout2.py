@@ -230,6 +230,37 @@ def rt2_vllm_011_oom_serving_own_pid_listed() -> Case:
                    "EngineCore (here its host pid; nvidia-smi side evidence ours). Exit 0, Restart=always, serves again.")
 
 
+@case2
+def rt2_sgl_044_overlap_thread_cuda_oom() -> Case:
+    c = Case("rt2_sgl_044_overlap_thread_cuda_oom", "sglang", "0.4.4.post1", day=3, hour=22,
+             model="/models/Qwen2.5-1.5B-Instruct")
+    sp = "/mnt/dolphinfs/hdd_pool/docker/user/hadoop-aipnlp/INS/ruanjunhao04/env/rjh/lib/python3.12/site-packages"
+    inv = c.start()
+    sglang_boot(c, inv)
+    sglang_decode(c, inv, 5, tput=5210.0, running=211)
+    c.app(inv, c.slog("TpModelWorkerClient hit an exception: Traceback (most recent call last):"), "sched", dt=0.7)
+    c.many(inv, [
+        f'  File "{sp}/sglang/srt/managers/tp_worker_overlap_thread.py", line 111, in forward_thread_func',
+        "    with torch.get_device_module(self.device).stream(self.forward_stream):",
+        f'  File "{sp}/torch/cuda/__init__.py", line 595, in __exit__',
+        "    torch.cuda.set_stream(self.src_prev_stream)  # type: ignore[arg-type]",
+        f'  File "{sp}/vllm/utils.py", line 928, in _patched_set_stream',
+        "    prev_set_stream(stream)",
+        f'  File "{sp}/torch/cuda/__init__.py", line 636, in set_stream',
+        "    _set_stream_by_id(",
+        f'  File "{sp}/torch/cuda/__init__.py", line 618, in _set_stream_by_id',
+        "    torch._C._cuda_setStream(",
+        "RuntimeError: CUDA error: out of memory",
+    ] + CUDA_ERR_TAIL, "sched")
+    sglang_sigquit(c, inv, serving=True)
+    c.exit(inv, "killed", "9")
+    return expect2(c, "cuda_oom_runtime", False, ["RuntimeError: CUDA error: out of memory"],
+                   ["healthy", "kv_cache_oom"], "https://github.com/sgl-project/sglang/issues/4547",
+                   "Qwen2.5-1.5B on an 80 GB A100 runs out of memory during inference (March 2025, 0.4.4.postN); the "
+                   "overlap thread's frames and CUDA's `out of memory` verbatim, the `TpModelWorkerClient hit an "
+                   "exception` head is SGLang's template. Restart=no.")
+
+
 # ============================== gpu_memory_held_by_stale_process ===============================
 
 
@@ -275,6 +306,35 @@ def stale2_vllm_020_other_container_loop() -> Case:
                    "Switching to another container (ai-studio) and back: the other container still holds the GPU. "
                    "Worker/NCCL lines verbatim (`(Worker pid=N)` and `(EngineCore pid=N)` tags of vLLM >= 0.20; version "
                    "estimated); the holder's pid/cgroup are ours. Restart=always, three failing starts.")
+
+
+@case2
+def stale2_vllm_023_unbound_launcher_instance() -> Case:
+    c = Case("stale2_vllm_023_unbound_launcher_instance", "vllm", "0.23.0", day=4, hour=22,
+             model="/models/Qwen3-32B-FP8")
+    inv = c.start()
+    c.app(inv, c.vlog("INFO", "api_server.py:1972", f"vLLM API server version {c.version}"), dt=4.0)
+    c.app(inv, c.vlog("INFO", "core.py:98", f"Initializing a V1 LLM engine (v{c.version}) with config: model="
+                      f"'{c.model}', tensor_parallel_size=1"), "engine", dt=3.0)
+    c.app(inv, "ValueError: Free memory on device cuda:0 (22.65/79.18 GiB) on startup is less than desired GPU memory "
+               "utilization (0.825, 65.32 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+               "processes.", "engine", dt=2.0)
+    c.app(inv, "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
+               "{'EngineCore': 1}", dt=0.4)
+    c.exit(inv, "exited", "1", cpu="18.551s")
+    c.extra = {
+        "nvidia_smi_apps": [{"pid": 402117, "process_name": "VLLM::EngineCore", "used_memory": 56812}],
+        "process_info": [{"pid": 402117, "ppid": 402001, "user": "llmd",
+                          "cgroup": "/system.slice/launcher-02-16-48-00-ngqjl.service",
+                          "cmdline": "VLLM::EngineCore", "started": c.iso(inv.start_t - 1800)}],
+        "systemctl_show": {"MainPID": "0", "ActiveState": "failed", "SubState": "failed", "Result": "exit-code"},
+    }
+    return expect2(c, "gpu_memory_held_by_stale_process", False, ["on startup is less than desired GPU memory "
+                                                                  "utilization (0.825, 65.32 GiB)"],
+                   ["healthy", "kv_cache_oom"], "https://github.com/llm-d-incubation/llm-d-fast-model-actuation/issues/720",
+                   "Flaky start: an instance of an earlier (unbound) launcher still holds the GPU. Error line verbatim "
+                   "(`(EngineCore pid=N)` tag, version estimated); the holder is a VLLM::EngineCore with the same "
+                   "name but another unit's cgroup (side evidence ours, launcher name from the report).")
 
 
 # ============================== port_in_use ====================================================
