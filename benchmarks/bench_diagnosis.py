@@ -3,10 +3,10 @@
 Runs every case through the same entry `pitcrew diagnose FILE --extra X` uses (`diagnose_file` of
 bot/cli_diagnose.py and `SideEvidence.from_json`) and compares with the case's expected.json (labelled by
 the rules of docs/DIAGNOSIS.md before the diagnoser saw it). Prints accuracy per label, overall accuracy on
-the tune and the holdout split separately, the confusion matrix, loop-flag accuracy, key-line recall
-(the share of `key_lines` found in the diagnosis' evidence lines), must_not violations (harmful wrong
-answers) and calibration (per confidence band, how often the cause was right). Misdiagnosed cases are
-listed by id for the tune split only: the holdout is scored, never tuned on.
+the tune, the holdout and the second holdout (`holdout2`, incident_holdout2.py) split separately, the confusion
+matrix, loop-flag accuracy, key-line recall (the share of `key_lines` found in the diagnosis' evidence lines),
+must_not violations (harmful wrong answers) and calibration (per confidence band, how often the cause was right).
+Misdiagnosed cases are listed by id for the tune split only: holdout and holdout2 are scored, never tuned on.
 
     .venv/bin/python benchmarks/bench_diagnosis.py [--corpus DIR] [--json] [--write-doc]
 
@@ -32,6 +32,7 @@ DOC = ROOT / "docs" / "DIAGNOSIS.md"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 0.95), (0.95, 1.01))
 COMMAND = ".venv/bin/python benchmarks/bench_diagnosis.py --write-doc"
+SPLITS = ("tune", "holdout", "holdout2")  # holdout and holdout2: scored, never tuned on (no per-case misses listed)
 
 
 @dataclass(frozen=True)
@@ -192,15 +193,15 @@ def render(report: Report) -> str:
     """Markdown tables (the same text goes to stdout and, with --write-doc, into docs/DIAGNOSIS.md)."""
     out = ["| split | cases | cause accuracy | loop-flag accuracy | key-line recall | must_not violations |",
            "|---|---|---|---|---|---|"]
-    for split in ("tune", "holdout", "all"):
+    for split in (*SPLITS, "all"):
         t = report.splits.get(split, Tally())
         out.append(f"| {split} | {t.n} | {t.right}/{t.n} = {_pct(t.accuracy)} | {_pct(t.loop_accuracy)} | "
                    f"{t.keys_found}/{t.keys} = {_pct(t.key_recall)} | {len(t.violations)} |")
     out += ["", "Accuracy per expected label (right/cases):", "",
-            "| label | tune | holdout | all |", "|---|---|---|---|"]
+            "| label | " + " | ".join(SPLITS) + " | all |", "|---|" + "---|" * (len(SPLITS) + 1)]
     for label in report.causes:
         row = report.per_label.get(label, {})
-        out.append(f"| {label} | {_cell(row.get('tune'))} | {_cell(row.get('holdout'))} | {_cell(row.get('all'))} |")
+        out.append(f"| {label} | " + " | ".join(_cell(row.get(s)) for s in (*SPLITS, "all")) + " |")
     out += ["", "Calibration (all cases: how often the cause was right per confidence band):", "",
             "| confidence | cases | right |", "|---|---|---|"]
     for band, n, right in report.calibration:
@@ -222,7 +223,7 @@ def render_confusion(report: Report) -> str:
 
 
 def render_misses(report: Report) -> str:
-    lines = ["Misdiagnosed tune cases (holdout misses are not listed: score it, never tune on it):"]
+    lines = ["Misdiagnosed tune cases (holdout and holdout2 misses are not listed: score them, never tune on them):"]
     for o in report.outcomes:
         if o.case.split == "tune" and not o.right:
             lines.append(f"  {o.case.id}: expected {o.case.expected['cause']}, got {o.answer.cause} "
