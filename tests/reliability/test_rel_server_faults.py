@@ -10,7 +10,7 @@ import os
 import signal
 import time
 
-from rel_kit import job_id_of
+from rel_kit import job_id_of, read_journal
 from sqlalchemy import select
 
 from services.store.models import BenchRun, JobStep, OutboxMessage
@@ -19,14 +19,23 @@ BENCH = {"concurrency": [1, 4], "requests_per_level": 8, "warmup": 0, "input_len
          "max_duration_s": 3.0}
 
 
+def _admissions(bot) -> int:
+    return sum("Prefill batch" in str(e.get("MESSAGE")) for e in read_journal(bot.sim.root))
+
+
 async def _when_benchmarking(bot, job_id: int) -> None:
+    """Once the benchmark step runs and the server has admitted its requests (not merely once the step's row says
+    running: the benchmark's child process needs a moment to start, more on a busy machine)."""
     async with asyncio.timeout(30):
         while True:
             async with bot.core.db.sessions() as s:
                 step = await s.scalar(select(JobStep.state).where(JobStep.job_id == job_id,
                                                                   JobStep.name == "benchmark"))
             if step == "running":
-                return
+                break
+            await asyncio.sleep(0.02)
+        admitted = _admissions(bot)
+        while _admissions(bot) < admitted + 2:
             await asyncio.sleep(0.02)
 
 
