@@ -74,6 +74,11 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
 
 
 _SCENARIO_DIRS = ("e2e", "demo", "reliability")
+# Tests whose assertions are about time or rates against a ground truth (the benchmark against the truth server, the
+# simulated server's token rates, chat acks under load, a kill timed against a running benchmark): `make test` runs
+# them after the rest, alone, so the other tests' CPU cannot bend their figures.
+_SERIAL = ("benchmark/", "simhost/test_simhost_server.py", "slack/test_slack_load.py",
+           "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -84,3 +89,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.fspath)).resolve().relative_to(tests_dir).parts
         if parts and parts[0] in _SCENARIO_DIRS:
             item.add_marker(pytest.mark.slow)
+        if "/".join(parts).startswith(_SERIAL):
+            item.add_marker(pytest.mark.serial)
