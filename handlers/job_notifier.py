@@ -13,6 +13,7 @@ from typing import Any
 from handlers import views
 from handlers.contract import Attachment, Button, Outbox, Reply
 from services.events import EventBus
+from services.experiments import NOISY
 from services.jobs import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
 
 TERMINAL_TONE = {"succeeded": "success", "failed": "error", "cancelled": "warning", "interrupted": "warning"}
@@ -61,7 +62,8 @@ class JobNotifier:
         text = f"Results of job {e.job.id} ({run.label}): *{e.verdict}*" + (" — partial" if e.partial else "")
         if note:
             text += "\n" + note
-        reply = Reply(text=text, tables=(views.results_table(run, prev),),
+        buttons = (Button("Bench again", f"bench on {e.job.host}"),) if NOISY in e.verdict else ()
+        reply = Reply(text=text, tables=(views.results_table(run, prev),), buttons=buttons,
                       tone="success" if not e.partial else "warning")
         await self.outbox.send(f"job:{e.job.id}:run:{run.id}", reply, channel=e.job.channel,
                                thread_of=f"job:{e.job.id}")

@@ -18,8 +18,6 @@ from sqlalchemy import select
 from services.errors import NotFound
 from services.store import BenchResult, BenchRun, Database, utcnow
 
-PLATEAU_PCT = 3.0
-
 
 @dataclass(frozen=True)
 class LevelFigures:
@@ -178,22 +176,3 @@ def pct(new: float | None, old: float | None) -> float | None:
     if new is None or old is None or old == 0:
         return None
     return (new - old) / old * 100.0
-
-
-def verdict(run: RunSummary, prev: RunSummary | None) -> str:
-    """One line: the change at the lowest common concurrency against the previous run."""
-    if prev is None:
-        return f"first run of {run.model or 'this model'} on {run.host}: baseline recorded"
-    common = sorted({lv.concurrency for lv in run.levels} & {lv.concurrency for lv in prev.levels})
-    for c in common:
-        a, b = run.level(c), prev.level(c)
-        if a is None or b is None:
-            continue
-        change = pct(a.decode_tok_s, b.decode_tok_s)
-        if change is None:
-            continue
-        sign = "+" if change >= 0 else "−"
-        if abs(change) < PLATEAU_PCT:
-            return f"plateau: {sign}{abs(change):.0f} % at C={c} over {prev.label or f'run {prev.id}'}"
-        return f"{sign}{abs(change):.0f} % at C={c} over {prev.label or f'run {prev.id}'}"
-    return f"no level in common with {prev.label or f'run {prev.id}'}"
