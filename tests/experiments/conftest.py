@@ -92,9 +92,10 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
     async with AsyncExitStack() as stack:
         async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
-                       policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None) -> BotUnderTest:
+                       policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
+                       sim_opts: dict[str, Any] | None = None) -> BotUnderTest:
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
-                                                          time_scale=TIME_SCALE))
+                                                          time_scale=TIME_SCALE, **(sim_opts or {})))
             info = sim.info
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
                     "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
