@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from handlers import views
+from handlers import charts, views
 from handlers.contract import Attachment, Button, Outbox, Reply
 from services.events import EventBus
 from services.experiments import NOISY
@@ -88,7 +88,7 @@ class JobNotifier:
     async def _sweep_summary(self, e: JobFinished, result: dict[str, Any]) -> None:
         text = (f"Sweep of {result.get('short')}: best *{result.get('best')}* — {result.get('criterion')}.\n"
                 f"Host {result.get('left_on')}.")
-        png = views.sweep_chart(result)
+        png = await charts.sweep_png(result)
         files = (Attachment(f"sweep-job{e.job.id}.png", png, "sweep chart", "image/png"),) if png else ()
         await self.outbox.send(f"job:{e.job.id}:sweep", Reply(text=text, tables=(views.sweep_table(result),),
                                                               attachments=files, tone="success"),

@@ -5,13 +5,12 @@ No I/O here; the command handlers and the job notifier call these with data they
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import Any
 
 from handlers.contract import Button, Reply, Table
 from handlers.ports import JobView
-from services.experiments import NOISY, Comparison, LevelFigures, RunSummary, pct
+from services.experiments import NOISY, Comparison, LevelFigures, RunSummary, pct, signed_pct
 from services.status import HostStatus
 
 STATE_ICON = {"queued": "⏳", "awaiting_confirmation": "❔", "running": "🔧", "succeeded": "✅", "failed": "❌",
@@ -100,52 +99,13 @@ def sweep_table(result: dict[str, Any]) -> Table:
         cells += [fmt_num(lv.get(c, {}).get("decode_tok_s"), 1) for c in levels]
         cmp = comparisons.get(value)
         if cmp:
-            sign = "+" if cmp["change_pct"] >= 0 else "−"
-            vs = f"{sign}{abs(cmp['change_pct']):.0f} % ±{cmp['band_pct']:.0f}" + (" (noise)" if value in within
-                                                                                  else "")
+            vs = f"{signed_pct(cmp['change_pct'])} ±{cmp['band_pct']:.0f}" + (" (noise)" if value in within else "")
         else:
             vs = "fastest" if r.get("ok") and value in within else "—"
         cells += [vs, fmt_num(first.get("accept_len"), 2), str(cap.get("max_running_requests") or "—"),
                   fmt_num(cap.get("max_total_num_tokens"))]
         rows.append(tuple(cells))
     return Table(columns=cols, rows=tuple(rows), title=f"sweep of {result.get('short')}")
-
-
-def sweep_chart(result: dict[str, Any]) -> bytes | None:
-    """PNG: decode tok/s per request against the swept value, one line per concurrency."""
-    rows = [r for r in result.get("rows", []) if r.get("levels")]
-    if not rows:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.4, 4.0), dpi=100)
-    ax = fig.subplots()
-    xs_all = [r["value"] for r in rows]
-    numeric = all(_is_num(x) for x in xs_all)
-    for c in result.get("levels", []):
-        pts = [(r["value"], r["levels"].get(str(c), {}).get("decode_tok_s")) for r in rows]
-        pts = [(float(x) if numeric else x, y) for x, y in pts if y is not None]
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"C={c}")
-    ax.set_xlabel(result.get("flag", "value"))
-    ax.set_ylabel("decode tok/s per request (p50)")
-    ax.set_title(f"sweep of {result.get('short')}" + (f" — best {result['best']}" if result.get("best") else ""))
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
-
-
-def _is_num(x: Any) -> bool:
-    try:
-        float(x)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def preview_reply(job_id: int, host: str, what: str, diff: Sequence[str], notes: Sequence[str], position: int,

@@ -14,7 +14,7 @@ from services.experiments.pipeline import (
     label_for,
 )
 from services.experiments.results import LevelFigures, Results, RunSummary, pct
-from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_runs
+from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_runs, signed_pct
 
 __all__ = [
     "NOISY",
@@ -33,4 +33,5 @@ __all__ = [
     "job_pipeline",
     "label_for",
     "pct",
+    "signed_pct",
 ]

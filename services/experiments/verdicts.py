@@ -84,6 +84,11 @@ def measure_noise(repeats: Repeats, concurrency: int, key: str | None = None) ->
     return RunNoise(sd, runs, f"{runs} repeated runs of {where}")
 
 
+def signed_pct(change: float) -> str:
+    """'+15 %', '−1 %', '+0 %' (a change that rounds to zero has no minus sign)."""
+    return f"{'−' if round(change) < 0 else '+'}{abs(round(change))} %"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """The change of `new` over `old` at one concurrency, with its 95 % band and verdict."""
@@ -100,8 +105,7 @@ class Comparison:
         return self.outcome in (BETTER, WORSE)
 
     def figure(self) -> str:
-        sign = "+" if self.change_pct >= 0 else "−"
-        return f"{sign}{abs(self.change_pct):.0f} % (±{self.band_pct:.0f} %)"
+        return f"{signed_pct(self.change_pct)} (±{self.band_pct:.0f} %)"
 
     def text(self) -> str:
         """'+15 % (±2 %) — better, 99 % sure' / '−1 % (±3 %) — no measurable difference'."""
@@ -165,4 +169,4 @@ def verdict(run: RunSummary, prev: RunSummary | None, repeats: Repeats) -> str:
 
 
 __all__ = ["BETTER", "NOISY", "SAME", "WORSE", "Comparison", "RunNoise", "compare_levels", "compare_runs",
-           "compare_samples", "config_key", "measure_noise", "verdict"]
+           "compare_samples", "config_key", "measure_noise", "signed_pct", "verdict"]
