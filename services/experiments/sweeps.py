@@ -2,9 +2,10 @@
 
 Each trial is a full try (deploy, wait until serving, benchmark). The fastest value is the one with
 the highest median decode tok/s per request at the lowest swept concurrency; values whose change
-against it is within the measured noise (`services.experiments.verdicts`) form the plateau, and of
-those the one that leaves the most KV cache wins (fewer draft tokens: the field notes' plateau at
-4-5 steps picks 4). When the noise is too wide to tell values apart the choice says so.
+against it is within the measured noise (`services.experiments.verdicts`) form the plateau; the value
+that leaves the most KV cache wins unless the fastest beats it by `MIN_GAIN_PCT` with 95 % confidence
+(fewer draft tokens: the field notes' plateau at 4-5 steps picks 4). When the noise is too wide to
+tell values apart the choice says so.
 The host is left on the best value or on the value it started with, by policy; a failed trial ends
 the sweep and restores the start.
 """
@@ -17,15 +18,21 @@ from typing import Any
 
 from services.errors import DeployFailed, PitcrewError
 from services.experiments.pipeline import Experiments, TrialOutcome, label_for
-from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_samples, measure_noise
+from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_samples, measure_noise, signed_pct
 from services.jobs import JobContext, JobProgressed
 from services.units import resolve_flag
+
+MIN_GAIN_PCT = 2.0  # a faster value must be this much faster, with 95 % confidence, to cost KV cache
 
 
 def best_value(rows: list[dict[str, Any]], level: int, noise: RunNoise, *,
                flag_short: str = "value") -> Choice:
-    """The sweep's choice at concurrency `level`: the fastest value, or — among the values within noise
-    of it — the one that leaves the most KV cache (then the first in sweep order)."""
+    """The sweep's choice at concurrency `level`.
+
+    The plateau is the values within noise of the fastest. The choice is the value that leaves the most KV
+    cache (then the first in sweep order) among those the fastest does not beat by at least `MIN_GAIN_PCT`
+    with 95 % confidence (the field notes' "+2 % over 4 — the plateau"): a small, barely measurable gain
+    does not flip the choice from run to run."""
     scored = []
     for r in rows:
         lv = r["levels"].get(str(level), {}) if r.get("ok") else {}
@@ -44,23 +51,30 @@ def best_value(rows: list[dict[str, Any]], level: int, noise: RunNoise, *,
         if cmp is not None:
             comparisons[str(r["value"])] = cmp
     top = str(top_row["value"])
-    tied = [str(r["value"]) for r, _, _ in scored
-            if str(r["value"]) == top or (str(r["value"]) in comparisons
-                                         and not comparisons[str(r["value"])].significant)]
+    order = [str(r["value"]) for r, _, _ in scored]
+    tied = [v for v in order if v == top or (v in comparisons and not comparisons[v].significant)]
+    close = [v for v in order if v == top or (v in comparisons and comparisons[v].change_pct
+                                              + comparisons[v].band_pct > -MIN_GAIN_PCT)]
     undecided = any(comparisons[v].outcome == NOISY for v in tied if v in comparisons)
     by_value = {str(r["value"]): r for r, _, _ in scored}
+    med = {str(r["value"]): m for r, m, _ in scored}
 
     def kv(v: str) -> int:
         return int(by_value[v].get("capacity", {}).get("max_total_num_tokens") or 0)
 
-    best = max(tied, key=lambda v: (kv(v), -tied.index(v)))
+    best = max(close, key=lambda v: (kv(v), -close.index(v)))
     parts = [f"fastest at C={level}: {flag_short} {top} ({top_med:.0f} tok/s per request)"]
     others = [v for v in tied if v != top]
     if others:
         figs = ", ".join(f"{v}: {comparisons[v].figure()}" for v in others)
         parts.append(f"{_and(tied)} are within noise of each other ({figs}); plateau from {tied[0]}")
-        med = {str(r["value"]): m for r, m, _ in scored}
-        rivals = [v for v in tied if v != best]
+    if best not in tied:
+        c = comparisons[best]
+        gain = (1.0 / (1.0 + c.change_pct / 100.0) - 1.0) * 100.0
+        parts.append(f"{top} is measurably faster than {best} ({signed_pct(gain)} (±{c.band_pct:.0f} %)) but not "
+                     f"by {MIN_GAIN_PCT:.0f} % with 95 % confidence")
+    rivals = [v for v in close if v != best]
+    if rivals:
         rival = top if best != top else max(rivals, key=lambda v: med[v])
         if kv(best) > kv(rival):
             cheaper = "uses fewer draft tokens and leaves" if ("step" in flag_short or "draft" in flag_short) \

@@ -11,6 +11,8 @@ Every verdict compares the median decode tok/s per request of two runs at one co
   assumed `PRIOR_RUN_SD_PCT` with the weight of `PRIOR_DOF` runs so that two lucky repeats do not
   make pitcrew over-confident. Both runs carry it, so it enters twice.
 
+When the run-to-run noise is measured, the band uses Student's t quantile for the degrees of freedom
+behind the estimate (a few repeats give a wide band); the assumed prior uses the normal quantile.
 A change outside the band is "better"/"worse" (with the one-sided probability that its sign is
 right); inside it is "no measurable difference"; a band wider than `NOISY_BAND_PCT` cannot settle
 anything and the verdict says so and suggests benchmarking again. This is the significance test
@@ -32,6 +34,16 @@ PRIOR_RUN_SD_PCT = 1.5  # assumed run-to-run sd of a median when history has no 
 PRIOR_DOF = 2  # the prior counts as this many degrees of freedom against measured repeats
 NOISY_BAND_PCT = 10.0  # a wider band cannot tell a useful change from noise
 Z95 = 1.959964
+# two-sided 95 % quantiles of Student's t by degrees of freedom (above 30: the normal's)
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+       12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
+
+
+def t95(dof: int) -> float:
+    """The two-sided 95 % quantile for `dof` degrees of freedom (the next tabulated dof down, conservative)."""
+    if dof <= 0 or dof > 30:
+        return Z95
+    return T95[max(k for k in T95 if k <= dof)]
 
 BETTER, WORSE, SAME, NOISY = "better", "worse", "no measurable difference", "too noisy to tell"
 
@@ -46,6 +58,11 @@ class RunNoise:
     sd_pct: float
     runs: int  # repeated runs that measured it (0: the prior alone)
     source: str
+    dof: int = 0  # degrees of freedom behind the estimate, prior included (0: assumed, use the normal)
+
+    @property
+    def quantile(self) -> float:
+        return t95(self.dof)
 
     def describe(self) -> str:
         return f"run-to-run noise ±{self.sd_pct:.1f} % ({self.source})"
@@ -81,7 +98,7 @@ def measure_noise(repeats: Repeats, concurrency: int, key: str | None = None) ->
     if dof == 0:
         return RunNoise(PRIOR_RUN_SD_PCT, 0, "assumed: no repeated runs yet")
     sd = math.sqrt((ss + PRIOR_DOF * PRIOR_RUN_SD_PCT ** 2) / (dof + PRIOR_DOF))
-    return RunNoise(sd, runs, f"{runs} repeated runs of {where}")
+    return RunNoise(sd, runs, f"{runs} repeated runs of {where}", dof + PRIOR_DOF)
 
 
 def signed_pct(change: float) -> str:
@@ -127,7 +144,7 @@ def compare_samples(new: Sequence[float], old: Sequence[float], *, new_median: f
     ci = change_ci(new, old)
     within_sd = (ci[1] - ci[0]) / 2.0 / Z95 if ci else 0.0
     sd = math.sqrt(within_sd ** 2 + 2.0 * noise.sd_pct ** 2)
-    band = Z95 * sd
+    band = noise.quantile * sd
     sure = 100.0 * 0.5 * (1.0 + math.erf(abs(change) / sd / math.sqrt(2.0))) if sd > 0 else 100.0
     if abs(change) > band:
         outcome = BETTER if change > 0 else WORSE

@@ -76,6 +76,14 @@ class BotUnderTest:
         while await self.core.store.depth("test") > 0 and time.monotonic() < t_end:
             await asyncio.sleep(0.05)
 
+    async def wait_messages(self, pred: Callable[[Delivered], bool], timeout: float = 30.0) -> list[Delivered]:
+        """The delivered messages matching `pred`, once there is at least one (some, like a sweep's chart, are
+        drawn in a thread and sent after the job has already finished)."""
+        t_end = time.monotonic() + timeout
+        while not (found := self.messages(pred)) and time.monotonic() < t_end:
+            await asyncio.sleep(0.1)
+        return found
+
     def messages(self, pred: Callable[[Delivered], bool] = lambda d: True) -> list[Delivered]:
         return [d for d in self.transcript.log if pred(d)]
 

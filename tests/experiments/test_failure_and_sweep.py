@@ -44,7 +44,7 @@ async def test_sweep_posts_summary_chart_and_calls_the_plateau(make_bot) -> None
     bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"})
     job = await bot.wait_job(_job_id((await bot.say("sweep steps 1..5")).text), timeout=240)
     assert job.state == "succeeded", job.summary
-    (summary,) = bot.messages(lambda d: d.key == f"job:{job.id}:sweep")
+    (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:sweep")
     table = summary.reply.tables[0]
     assert [r[0].split()[0] for r in table.rows] == ["1", "2", "3", "4", "5"]
     assert table.rows[3][0] == "4 ✓"
@@ -67,6 +67,6 @@ async def test_sweep_on_a_noisy_server_calls_4_and_5_within_noise_and_picks_4(ma
     assert job.state == "succeeded", job.summary
     assert job.result["best"] == "4" and set(job.result["within_noise"]) == {"4", "5"}, job.result["criterion"]
     assert job.result["comparisons"]["3"]["outcome"] == "worse"
-    (summary,) = bot.messages(lambda d: d.key == f"job:{job.id}:sweep")
+    (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:sweep")
     assert "4 and 5 are within noise of each other" in summary.reply.text
     assert "--speculative-num-steps 4" in bot.unit_text()

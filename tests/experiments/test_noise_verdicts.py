@@ -202,3 +202,27 @@ def test_compare_reply_gives_the_verdict_per_level_the_noise_and_bench_again_whe
     noisy = compare_reply(noisy_new, noisy_old, compare_runs(noisy_new, noisy_old, {}), "job 4 against job 3")
     assert "too noisy to tell" in noisy.text
     assert [b.command for b in noisy.buttons] == ["bench on gpu-1"]
+
+
+def test_a_small_measurable_gain_does_not_cost_kv_cache_but_a_confident_one_does() -> None:
+    precise = RunNoise(0.2, 12, "12 runs", dof=13)
+    rows = _sweep_rows(random.Random(0))
+    for r in rows:  # no noise at all: 5 is +1.8 % over 4, measurably
+        rate = RATE[int(str(r["value"]))]
+        r["levels"]["1"] = {"decode_tok_s": rate, "samples": [rate * (1 + 0.001 * (i % 5 - 2)) for i in range(N)]}  # type: ignore[index]
+    choice = best_value(rows, 1, precise, flag_short="steps")
+    assert choice.within_noise == ("5",) and choice.comparisons["4"].outcome == "worse"
+    assert choice.best == "4", choice.why
+    assert "5 is measurably faster than 4 (+2 % (±1 %)) but not by 2 % with 95 % confidence" in choice.why
+    rows[4]["levels"]["1"] = {"decode_tok_s": 300.0, "samples": [300.0] * N}  # type: ignore[index]
+    assert best_value(rows, 1, precise, flag_short="steps").best == "5"  # +8 %: worth the KV cache
+
+
+def test_few_measured_repeats_widen_the_band_with_students_t() -> None:
+    rng = random.Random(8)
+    a, b = run_samples(rng, 250.0, run_sd=0), run_samples(rng, 250.0, run_sd=0)
+    few = compare_samples(a, b, noise=RunNoise(1.5, 3, "3 runs", dof=4))
+    many = compare_samples(a, b, noise=RunNoise(1.5, 60, "60 runs", dof=61))
+    assert few is not None and many is not None
+    assert few.band_pct / many.band_pct > 1.3  # t(4) = 2.78 against 1.96
+    assert measure_noise({"rev:1": {1: [250.0, 252.0, 249.0]}}, 1, "rev:1").dof == 2 + 2
