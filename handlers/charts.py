@@ -6,6 +6,8 @@
   each value leaves for the batch: KV cache tokens (bars) and max running requests (line, right axis).
 * `history_figure`: a host's benchmark runs in time order, median with its interval, labelled by
   configuration.
+* `incident_timeline_figure`: an incident from open to resolution — each restart, the automatic
+  rollback, mute/acknowledge and the resolution on one time axis (posted in the alert's thread).
 
 Figures are built without pyplot (no global state) and rendered with Agg; rendering takes tens of
 milliseconds, so the async callers (`sweep_png`, `history_png`) run it in a thread. Tests read the
@@ -19,6 +21,7 @@ import asyncio
 import io
 import itertools
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from services.experiments import LevelFigures, RunSummary
@@ -150,6 +153,46 @@ def history_figure(runs: Sequence[RunSummary], concurrency: int | None = None) -
     return fig
 
 
+TIMELINE_ROWS = ("restart", "auto_rollback", "muted", "acknowledged", "resolved")
+TIMELINE_STYLE = {"opened": ("#c62828", "o"), "restart": ("#c62828", "x"), "auto_rollback": ("#1565c0", "D"),
+                  "muted": ("0.4", "v"), "unmuted": ("0.4", "^"), "acknowledged": ("#6a1b9a", "s"),
+                  "resolved": (CHOSEN_COLOR, "*")}
+
+
+def incident_timeline_figure(title: str, events: Sequence[tuple[datetime, str, dict[str, Any]]]) -> Figure | None:
+    """Events of one incident against seconds since it opened, one row per kind; the open span shaded."""
+    from matplotlib.figure import Figure
+
+    evs = sorted(events, key=lambda e: e[0])
+    if not evs:
+        return None
+    t0 = evs[0][0]
+    rows = {"opened": "restart", "unmuted": "muted"}
+    fig = Figure(figsize=(8.4, 3.0), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    seen: set[str] = set()
+    for at, kind, _detail in evs:
+        row = rows.get(kind, kind)
+        if row not in TIMELINE_ROWS:
+            continue
+        color, marker = TIMELINE_STYLE.get(kind, ("0.3", "o"))
+        ax.plot([(at - t0).total_seconds()], [TIMELINE_ROWS.index(row)], marker=marker, color=color,
+                markersize=9, linestyle="none", label=None if kind in seen else kind.replace("_", " "))
+        seen.add(kind)
+    end = next(((at - t0).total_seconds() for at, kind, _ in evs if kind == "resolved"), None)
+    if end is not None:
+        ax.axvspan(0, end, color="#ffcdd2", alpha=0.35, label=f"open for {end:.0f} s")
+    ax.set_yticks(range(len(TIMELINE_ROWS)))
+    ax.set_yticklabels([r.replace("_", " ") for r in TIMELINE_ROWS])
+    ax.set_ylim(-0.6, len(TIMELINE_ROWS) - 0.4)
+    ax.set_xlim(left=min(-1.0, -0.03 * (end or 1.0)))
+    ax.set_xlabel(f"seconds since the incident opened ({t0:%Y-%m-%d %H:%M:%S} UTC)")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig
+
+
 def render_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -163,6 +206,10 @@ def _png(fig: Figure | None) -> bytes | None:
 async def sweep_png(result: dict[str, Any]) -> bytes | None:
     """The sweep chart as PNG, drawn in a thread (never on the event loop)."""
     return await asyncio.to_thread(lambda: _png(sweep_figure(result)))
+
+
+async def incident_timeline_png(title: str, events: Sequence[tuple[datetime, str, dict[str, Any]]]) -> bytes | None:
+    return await asyncio.to_thread(lambda: _png(incident_timeline_figure(title, events)))
 
 
 async def history_png(runs: Sequence[RunSummary], concurrency: int | None = None) -> bytes | None:
