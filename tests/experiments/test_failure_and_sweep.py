@@ -57,6 +57,7 @@ async def test_sweep_posts_summary_chart_and_calls_the_plateau(make_bot) -> None
     assert "--speculative-num-steps 4" in bot.unit_text()
 
 
+@pytest.mark.slow
 async def test_sweep_on_a_noisy_server_calls_4_and_5_within_noise_and_picks_4(make_bot) -> None:
     """The simulated server jitters every run's speed (sd 1 %, seeded): 4 and 5 stay within noise, 4 wins,
     and the chart and the table carry the noise band."""
