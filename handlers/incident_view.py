@@ -167,15 +167,16 @@ class IncidentNotifier:
 
     async def on_resolved(self, ev: IncidentResolved) -> None:
         await self._main(ev.incident)
-        reply = render_resolution(ev.incident, ev.duration_s, ev.fixed_by)
-        if self.timeline is not None:
+        await self._thread(ev.incident, "resolved", render_resolution(ev.incident, ev.duration_s, ev.fixed_by))
+        if self.timeline is not None:  # after the resolution, which must not wait for the drawing
             info = ev.incident
             title = f"incident #{info.id}: {CAUSE_TITLES.get(info.cause, info.cause)} on {info.host}"
             png = await incident_timeline_png(title, await self.timeline(info.id))
             if png:
-                reply = Reply(text=reply.text, tone=reply.tone, attachments=(
-                    Attachment(f"incident-{info.id}-timeline.png", png, "incident timeline", "image/png"),))
-        await self._thread(ev.incident, "resolved", reply)
+                await self._thread(info, "timeline", Reply(
+                    text=f"Timeline of incident #{info.id}, from the first failed start to the resolution.",
+                    tone="info", attachments=(Attachment(f"incident-{info.id}-timeline.png", png,
+                                                         "incident timeline", "image/png"),)))
 
     async def on_muted(self, ev: IncidentMuted) -> None:
         await self._main(ev.incident)

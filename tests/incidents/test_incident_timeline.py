@@ -1,4 +1,4 @@
-"""The incident timeline image posted with the resolution in the alert's thread."""
+"""The incident timeline image posted after the resolution in the alert's thread."""
 
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ async def test_resolution_in_the_thread_carries_the_incident_timeline(db: Databa
     resolved = await m.store.resolve(info.id, "fixed by rollback to revision 4")
     assert resolved is not None
     await notifier.on_resolved(IncidentResolved(resolved, 42.0, "fixed by rollback to revision 4"))
-    (msg,) = [s for s in outbox.thread(info.key) if s.key == f"{info.key}:resolved"]
-    (png,) = msg.reply.attachments
+    resolution, timeline = [s for s in outbox.thread(info.key) if s.key.startswith(f"{info.key}:")][-2:]
+    assert resolution.key == f"{info.key}:resolved" and resolution.reply.text.startswith("Resolved after")
+    assert timeline.key == f"{info.key}:timeline"  # posted after the resolution, which never waits for it
+    (png,) = timeline.reply.attachments
     assert png.filename == f"incident-{info.id}-timeline.png" and png.content.startswith(b"\x89PNG")
-    assert msg.reply.text.startswith("Resolved after")
 
     events = await m.store.events(info.id)
     kinds = [k for _, k, _ in events]
