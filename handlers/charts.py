@@ -185,7 +185,7 @@ def incident_timeline_figure(title: str, events: Sequence[tuple[datetime, str, d
     ax.set_yticks(range(len(TIMELINE_ROWS)))
     ax.set_yticklabels([r.replace("_", " ") for r in TIMELINE_ROWS])
     ax.set_ylim(-0.6, len(TIMELINE_ROWS) - 0.4)
-    ax.set_xlim(left=min(-1.0, -0.03 * (end or 1.0)))
+    ax.set_xlim(left=-0.03 * max(end or 1.0, 1.0))
     ax.set_xlabel(f"seconds since the incident opened ({t0:%Y-%m-%d %H:%M:%S} UTC)")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
