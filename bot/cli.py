@@ -85,15 +85,21 @@ def migrate(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row.")
 @click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.option("--chart", "chart", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Instead: draw the benchmark history (median decode tok/s with its 95 % interval) to this PNG.")
 @click.pass_context
 def history(ctx: click.Context, host: str | None, since: str | None, as_json: bool, as_csv: bool,
-            limit: int) -> None:
-    """Print or export the audit log (who did what, where, when)."""
-    from bot.export import print_history
+            limit: int, chart: Path | None) -> None:
+    """Print or export the audit log (who did what, where, when), or chart the benchmark history."""
+    from bot.export import print_history, write_history_chart
 
     settings = load(ctx)
     if as_json and as_csv:
         fail("choose one of --json and --csv")
+    if chart is not None:
+        click.echo(run_async(write_history_chart(settings.db.url, host=host, path=chart,
+                                                 limit=min(limit, 60))))
+        return
     run_async(print_history(settings.db.url, host=host, since=since, fmt="json" if as_json else
                             "csv" if as_csv else "table", limit=limit))
 
@@ -107,13 +113,18 @@ def history(ctx: click.Context, host: str | None, since: str | None, as_json: bo
               help="How fast simulated loading, restarts and stop timeouts run (1.0 = real time).")
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the demo's files (database, simulated host) in this directory.")
-def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | None) -> None:
+@click.option("--charts", "charts_dir", default=Path("pitcrew-demo"), show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="Write every chart the demo posts here.")
+@click.option("--noise", "noise_pct", default=0.0, show_default=True, type=click.FloatRange(0, 20),
+              help="Per-run speed jitter of the simulated server (sd, percent); 0 = off.")
+def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | None, charts_dir: Path,
+         noise_pct: float) -> None:
     """Run the whole product locally: a simulated GPU host, SQLite and a console chat."""
     from bot.demo import run_demo
 
     lines = script.read_text().splitlines() if script else None
     code = run_async(run_demo(script_lines=lines, scenario=scenario, time_scale=time_scale, keep=keep,
-                              interactive=sys.stdin.isatty()))
+                              interactive=sys.stdin.isatty(), files_dir=charts_dir, noise_pct=noise_pct))
     sys.exit(code)
 
 

@@ -12,13 +12,14 @@ import asyncio
 import itertools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from handlers.contract import Actor, Button, ChatMessage, Reply, Table
+from handlers.contract import Actor, Attachment, Button, ChatMessage, Reply, Table
 from services.redact import redact
 from services.store import MessageRef, OutboxItem
 
@@ -37,8 +38,9 @@ def _emoji(text: str) -> str:
 class ConsoleView:
     """Prints replies; remembers the buttons it showed so a number can click one."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, *, files_dir: Path | None = None) -> None:
         self.console = console or Console(highlight=False, soft_wrap=False)
+        self.files_dir = files_dir  # where posted files (charts) are written, if anywhere
         self.buttons: list[Button] = []
         self._last_text: dict[str, list[str]] = {}
 
@@ -76,8 +78,21 @@ class ConsoleView:
         for t in reply.tables:
             self.table(t)
         for a in reply.attachments:
-            self.console.print(Text(f"{pad}    (file {a.filename}: {a.title}, {len(a.content):,} bytes)", style="dim"))
+            saved = self.save(a)
+            where = f" → saved to {saved}" if saved else ""
+            self.console.print(Text(f"{pad}    (file {a.filename}: {a.title}, {len(a.content):,} bytes){where}",
+                                    style="dim"))
         self._buttons(reply.buttons)
+
+    def save(self, a: Attachment) -> str | None:
+        """Write a posted file into `files_dir` (its own name, no directories) and return its path."""
+        if self.files_dir is None:
+            return None
+        name = Path(a.filename).name or "file"
+        self.files_dir.mkdir(parents=True, exist_ok=True)
+        target = self.files_dir / name
+        target.write_bytes(a.content)
+        return str(target)
 
     def progress(self, key: str, reply: Reply) -> None:
         """An edit of an earlier message: print, on one line, the first line that changed."""

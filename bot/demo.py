@@ -72,7 +72,8 @@ async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, qui
 
 
 async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale: float, keep: Path | None,
-                   interactive: bool, timeout_s: float = 900.0) -> int:
+                   interactive: bool, timeout_s: float = 900.0, files_dir: Path | None = Path("pitcrew-demo"),
+                   noise_pct: float = 0.0) -> int:
     from simhost.host import SimHost
 
     console = Console(highlight=False, width=None if interactive else 160)
@@ -82,10 +83,11 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
         workdir.mkdir(parents=True, exist_ok=True)
         async with AsyncExitStack() as stack:
             console.print(f"starting the simulated host ({scenario}, time scale {time_scale}) …", style="dim")
-            sim = await stack.enter_async_context(SimHost(workdir / "sim", scenario=scenario, time_scale=time_scale))
+            sim = await stack.enter_async_context(SimHost(workdir / "sim", scenario=scenario, time_scale=time_scale,
+                                                          noise_pct=noise_pct))
             settings = demo_settings(workdir, sim.info, time_scale=time_scale)
             core = await build_core(settings, stack, transport=TRANSPORT, time_scale=time_scale)
-            view = ConsoleView(console)
+            view = ConsoleView(console, files_dir=files_dir)
             stop = asyncio.Event()
             delivery = asyncio.create_task(run_delivery(core.store, ConsoleDeliverer(view), holder=core.holder,
                                                         stop=stop, wake=core.wake, poll_s=0.1))

@@ -1,16 +1,21 @@
-"""Exports for the command line: the audit history as a table, JSON lines or CSV."""
+"""Exports for the command line: the audit history as a table, JSON lines or CSV, and the benchmark
+history as a chart (PNG)."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import re
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import click
 import orjson
 
+from handlers.charts import history_png
 from services.errors import UserInputError
+from services.experiments import Results
 from services.store import AuditLog, AuditQuery, Database
 
 _SPAN = re.compile(r"^(\d{1,6})([smhdw])$")
@@ -55,3 +60,26 @@ async def print_history(url: str, *, host: str | None, since: str | None, fmt: s
     for r in records:
         click.echo(f"{r.at:%Y-%m-%d %H:%M:%S} {r.actor_name or r.actor_id:<12} {r.action:<12} "
                    f"{r.host or '-':<10} {r.outcome:<9} {r.command_text}")
+
+
+CHART_RUNS = 60
+
+
+async def write_history_chart(url: str, *, host: str | None, path: Path, limit: int = CHART_RUNS) -> str:
+    """Draw the newest `limit` benchmark runs (of `host`, or of every host when there is only one) to `path`."""
+    db = Database(url)
+    try:
+        await db.migrate()
+        runs = await Results(db).recent(host, limit)
+    finally:
+        await db.close()
+    hosts = sorted({r.host for r in runs})
+    if not runs:
+        raise UserInputError("no benchmark runs to chart" + (f" for {host}" if host else ""))
+    if len(hosts) > 1:
+        raise UserInputError(f"benchmark runs of several hosts ({', '.join(hosts)}): choose one with --host")
+    png = await history_png(runs)
+    if png is None:
+        raise UserInputError("the benchmark runs have no decode figures to chart")
+    await asyncio.to_thread(path.write_bytes, png)
+    return f"chart of {len(runs)} benchmark runs of {hosts[0]} written to {path}"

@@ -25,7 +25,8 @@ async def start_incident_watch(settings: Settings, stack: AsyncExitStack, *, db:
                             stable_window_s=p.incident_stable_window_s,
                             auto_rollback=p.auto_rollback).scaled(time_scale)
     watch = build_incident_watch(db, bus, hosts, holder=holder, policy=policy, audit=audit)
-    IncidentNotifier(outbox, channel=settings.slack.alert_channel or "alerts").subscribe(bus)
+    IncidentNotifier(outbox, channel=settings.slack.alert_channel or "alerts",
+                     timeline=watch.monitor.store.events).subscribe(bus)
     task = asyncio.create_task(watch.run(), name="incident-watch")
 
     async def stop() -> None:

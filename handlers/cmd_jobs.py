@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from handlers import views
 from handlers.auth import at_least, audit_actor, check_channel_host
 from handlers.commands import Cancel, Compare, Confirm, Deny, History, Queue, Show
@@ -28,6 +30,7 @@ from handlers.grammar_rules import (
 from handlers.ports import JobView
 from handlers.spec import command
 from services.errors import NotAuthorized, NotFound, UserInputError
+from services.experiments import compare_runs
 
 __all__ = ["do_cancel", "do_compare", "do_confirm", "do_deny", "do_history", "do_queue", "do_show"]
 
@@ -107,14 +110,17 @@ async def do_show(ctx: HandlerContext, msg: ChatMessage, cmd: Show) -> Reply:
 @command(Compare, words=("compare",), usage="compare <job> <job>", examples=("compare 41 42",), parse=parse_compare,
          render=render_compare, role="viewer")
 async def do_compare(ctx: HandlerContext, msg: ChatMessage, cmd: Compare) -> Reply:
-    """Compare the results of two jobs side by side."""
+    """Compare the results of two jobs: one verdict per level with its 95 % noise band."""
     runs = []
     for jid in (cmd.a, cmd.b):
         found = await ctx.domain.results.for_job(jid)
         if not found:
             raise NotFound(f"job {jid} has no benchmark results")
         runs.append(found[-1])
-    return Reply(text=f"job {cmd.b} against job {cmd.a}", tables=(views.results_table(runs[1], runs[0]),))
+    old, new = runs
+    repeats = await ctx.domain.results.repeats(new.host, new.model)
+    comparisons = await asyncio.to_thread(compare_runs, new, old, repeats)
+    return views.compare_reply(new, old, comparisons, f"job {cmd.b} against job {cmd.a}")
 
 
 @command(History, words=("history",), usage="history [host] [n]", examples=("history", "history gpu-1 20"),

@@ -12,10 +12,12 @@ The `render_*` functions are pure and also serve the router (``logs incident <id
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from handlers.contract import Button, Outbox, Reply, Tone
+from handlers.charts import incident_timeline_png
+from handlers.contract import Attachment, Button, Outbox, Reply, Tone
 from services.events import EventBus
 from services.incidents import (
     RESOLVED,
@@ -127,12 +129,16 @@ def render_logs(info_or_host: IncidentInfo | str, lines: Sequence[str]) -> Reply
     return Reply(text=f"Last {len(lines)} journal lines of {what}:", code="\n".join(lines)[-3500:])
 
 
+Timeline = Callable[[int], Awaitable[list[tuple[datetime, str, dict[str, Any]]]]]
+
+
 class IncidentNotifier:
     """Sends incident and host-contact messages through the outbox."""
 
-    def __init__(self, outbox: Outbox, channel: str) -> None:
+    def __init__(self, outbox: Outbox, channel: str, *, timeline: Timeline | None = None) -> None:
         self.outbox = outbox
         self.channel = channel
+        self.timeline = timeline  # an incident's events, for the timeline image posted with its resolution
 
     def subscribe(self, bus: EventBus) -> None:
         bus.subscribe(IncidentOpened, self.on_opened)
@@ -162,6 +168,15 @@ class IncidentNotifier:
     async def on_resolved(self, ev: IncidentResolved) -> None:
         await self._main(ev.incident)
         await self._thread(ev.incident, "resolved", render_resolution(ev.incident, ev.duration_s, ev.fixed_by))
+        if self.timeline is not None:  # after the resolution, which must not wait for the drawing
+            info = ev.incident
+            title = f"incident #{info.id}: {CAUSE_TITLES.get(info.cause, info.cause)} on {info.host}"
+            png = await incident_timeline_png(title, await self.timeline(info.id))
+            if png:
+                await self._thread(info, "timeline", Reply(
+                    text=f"Timeline of incident #{info.id}, from the first failed start to the resolution.",
+                    tone="info", attachments=(Attachment(f"incident-{info.id}-timeline.png", png,
+                                                         "incident timeline", "image/png"),)))
 
     async def on_muted(self, ev: IncidentMuted) -> None:
         await self._main(ev.incident)

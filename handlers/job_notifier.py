@@ -10,9 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from handlers import views
+from handlers import charts, views
 from handlers.contract import Attachment, Button, Outbox, Reply
 from services.events import EventBus
+from services.experiments import NOISY
 from services.jobs import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
 
 TERMINAL_TONE = {"succeeded": "success", "failed": "error", "cancelled": "warning", "interrupted": "warning"}
@@ -61,7 +62,8 @@ class JobNotifier:
         text = f"Results of job {e.job.id} ({run.label}): *{e.verdict}*" + (" — partial" if e.partial else "")
         if note:
             text += "\n" + note
-        reply = Reply(text=text, tables=(views.results_table(run, prev),),
+        buttons = (Button("Bench again", f"bench on {e.job.host}"),) if NOISY in e.verdict else ()
+        reply = Reply(text=text, tables=(views.results_table(run, prev),), buttons=buttons,
                       tone="success" if not e.partial else "warning")
         await self.outbox.send(f"job:{e.job.id}:run:{run.id}", reply, channel=e.job.channel,
                                thread_of=f"job:{e.job.id}")
@@ -86,7 +88,7 @@ class JobNotifier:
     async def _sweep_summary(self, e: JobFinished, result: dict[str, Any]) -> None:
         text = (f"Sweep of {result.get('short')}: best *{result.get('best')}* — {result.get('criterion')}.\n"
                 f"Host {result.get('left_on')}.")
-        png = views.sweep_chart(result)
+        png = await charts.sweep_png(result)
         files = (Attachment(f"sweep-job{e.job.id}.png", png, "sweep chart", "image/png"),) if png else ()
         await self.outbox.send(f"job:{e.job.id}:sweep", Reply(text=text, tables=(views.sweep_table(result),),
                                                               attachments=files, tone="success"),

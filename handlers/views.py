@@ -5,13 +5,12 @@ No I/O here; the command handlers and the job notifier call these with data they
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import Any
 
 from handlers.contract import Button, Reply, Table
 from handlers.ports import JobView
-from services.experiments import LevelFigures, RunSummary, pct
+from services.experiments import NOISY, Comparison, LevelFigures, RunSummary, pct, signed_pct
 from services.status import HostStatus
 
 STATE_ICON = {"queued": "⏳", "awaiting_confirmation": "❔", "running": "🔧", "succeeded": "✅", "failed": "❌",
@@ -32,8 +31,11 @@ def fmt_delta(new: float | None, old: float | None, *, lower_is_better: bool = F
     return f" ({sign}{abs(change):.0f}%)"
 
 
-def results_table(run: RunSummary, prev: RunSummary | None) -> Table:
-    """One row per concurrency level: the figures people compare, each with its change against `prev`."""
+def results_table(run: RunSummary, prev: RunSummary | None,
+                  comparisons: Sequence[Comparison] = ()) -> Table:
+    """One row per concurrency level: the figures people compare, each with its change against `prev`
+    (decode tok/s with its 95 % noise band when a comparison is given)."""
+    by_c = {c.concurrency: c for c in comparisons}
     cols = ("C", "decode tok/s/req", "output tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "accept len",
             "accept rate", "max running")
     rows = []
@@ -42,7 +44,8 @@ def results_table(run: RunSummary, prev: RunSummary | None) -> Table:
         old: LevelFigures | None = prev.level(lv.concurrency) if prev else None
         rows.append((
             str(lv.concurrency) + ("" if lv.reliable else " ⚠"),
-            fmt_num(lv.decode_tok_s, 1) + fmt_delta(lv.decode_tok_s, old.decode_tok_s if old else None),
+            fmt_num(lv.decode_tok_s, 1) + (f" ({by_c[lv.concurrency].figure()})" if lv.concurrency in by_c
+                                           else fmt_delta(lv.decode_tok_s, old.decode_tok_s if old else None)),
             fmt_num(lv.output_tok_s, 1) + fmt_delta(lv.output_tok_s, old.output_tok_s if old else None),
             fmt_num(lv.ttft_p50_ms, 1) + fmt_delta(lv.ttft_p50_ms, old.ttft_p50_ms if old else None),
             fmt_num(lv.ttft_p99_ms, 1),
@@ -56,6 +59,20 @@ def results_table(run: RunSummary, prev: RunSummary | None) -> Table:
     return Table(columns=cols, rows=tuple(rows), title=title)
 
 
+def compare_reply(new: RunSummary, old: RunSummary, comparisons: Sequence[Comparison], title: str) -> Reply:
+    """`compare`: one verdict line per shared level ('+15 % (±2 %) — better, 99 % sure'), the noise it was
+    judged against, the table, and a *Bench again* button when the noise was too wide to decide."""
+    lines = [title]
+    lines += [f"C={c.concurrency}: {c.text()}" for c in comparisons]
+    if comparisons:
+        lines.append(f"_{comparisons[0].noise.describe()}; bands are 95 %_")
+    else:
+        lines.append("no level in common to compare")
+    noisy = any(c.outcome == NOISY for c in comparisons)
+    buttons = (Button("Bench again", f"bench on {new.host}"),) if noisy else ()
+    return Reply(text="\n".join(lines), tables=(results_table(new, old, comparisons),), buttons=buttons)
+
+
 def failures_note(run: RunSummary) -> str:
     notes = []
     for lv in run.levels:
@@ -67,56 +84,28 @@ def failures_note(run: RunSummary) -> str:
 
 def sweep_table(result: dict[str, Any]) -> Table:
     levels = [str(c) for c in result.get("levels", [])]
-    cols = (result.get("short", "value"), *[f"C={c} tok/s/req" for c in levels], "accept len", "max running",
-            "max tokens")
+    cols = (result.get("short", "value"), *[f"C={c} tok/s/req" for c in levels],
+            f"vs fastest (C={levels[0] if levels else '?'})", "accept len", "max running", "max tokens")
+    comparisons = result.get("comparisons") or {}
+    within = set(result.get("within_noise") or ())
     rows = []
     for r in result.get("rows", []):
         lv = r.get("levels", {})
         first = lv.get(levels[0], {}) if levels else {}
         cap = r.get("capacity", {})
-        cells = [str(r["value"]) + ("" if r.get("ok") else " ✗")]
+        value = str(r["value"])
+        mark = " ✓" if value == str(result.get("best")) else "" if r.get("ok") else " ✗"
+        cells = [value + mark]
         cells += [fmt_num(lv.get(c, {}).get("decode_tok_s"), 1) for c in levels]
-        cells += [fmt_num(first.get("accept_len"), 2), str(cap.get("max_running_requests") or "—"),
+        cmp = comparisons.get(value)
+        if cmp:
+            vs = f"{signed_pct(cmp['change_pct'])} ±{cmp['band_pct']:.0f}" + (" (noise)" if value in within else "")
+        else:
+            vs = "fastest" if r.get("ok") and value in within else "—"
+        cells += [vs, fmt_num(first.get("accept_len"), 2), str(cap.get("max_running_requests") or "—"),
                   fmt_num(cap.get("max_total_num_tokens"))]
         rows.append(tuple(cells))
     return Table(columns=cols, rows=tuple(rows), title=f"sweep of {result.get('short')}")
-
-
-def sweep_chart(result: dict[str, Any]) -> bytes | None:
-    """PNG: decode tok/s per request against the swept value, one line per concurrency."""
-    rows = [r for r in result.get("rows", []) if r.get("levels")]
-    if not rows:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.4, 4.0), dpi=100)
-    ax = fig.subplots()
-    xs_all = [r["value"] for r in rows]
-    numeric = all(_is_num(x) for x in xs_all)
-    for c in result.get("levels", []):
-        pts = [(r["value"], r["levels"].get(str(c), {}).get("decode_tok_s")) for r in rows]
-        pts = [(float(x) if numeric else x, y) for x, y in pts if y is not None]
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"C={c}")
-    ax.set_xlabel(result.get("flag", "value"))
-    ax.set_ylabel("decode tok/s per request (p50)")
-    ax.set_title(f"sweep of {result.get('short')}" + (f" — best {result['best']}" if result.get("best") else ""))
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
-
-
-def _is_num(x: Any) -> bool:
-    try:
-        float(x)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def preview_reply(job_id: int, host: str, what: str, diff: Sequence[str], notes: Sequence[str], position: int,

@@ -26,8 +26,11 @@ def sim() -> None:
 @click.option("--gpu-memory-mib", type=int, default=97887, show_default=True)
 @click.option("--ssh-port", type=int, default=0, show_default=True, help="0 = a free port.")
 @click.option("--name", default="sim-gpu-1", show_default=True)
+@click.option("--noise", "noise_pct", type=click.FloatRange(0, 20), default=0.0, show_default=True,
+              help="Per-run speed jitter of the fake server (standard deviation, percent); 0 = off.")
+@click.option("--noise-seed", type=int, default=0, show_default=True, help="Seed of that jitter.")
 def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_memory_mib: int,
-       ssh_port: int, name: str) -> None:
+       ssh_port: int, name: str, noise_pct: float, noise_seed: int) -> None:
     """Start one simulated host in the foreground; prints its host entry as one JSON line when ready."""
     import asyncio
     import json
@@ -38,7 +41,8 @@ def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_m
 
     async def run() -> None:
         host = SimHost(Path(state_dir) if state_dir else None, scenario=scenario, time_scale=time_scale,
-                       gpus=gpus, gpu_memory_mib=gpu_memory_mib, ssh_port=ssh_port, name=name)
+                       gpus=gpus, gpu_memory_mib=gpu_memory_mib, ssh_port=ssh_port, name=name,
+                       noise_pct=noise_pct, noise_seed=noise_seed)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -51,7 +51,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 class SimHost:
     def __init__(self, dir: Path | None = None, *, scenario: str = "healthy", time_scale: float = 0.01,
                  gpus: int = 4, gpu_memory_mib: int = gpu.DEFAULT_MEMORY_MIB, ssh_port: int = 0,
-                 name: str = "sim-gpu-1", ssh: bool = True) -> None:
+                 name: str = "sim-gpu-1", ssh: bool = True, noise_pct: float = 0.0, noise_seed: int = 0) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
         self._given_dir = dir
@@ -62,6 +62,8 @@ class SimHost:
         self.ssh_port = ssh_port
         self.name = name
         self._want_ssh = ssh
+        self.noise_pct = noise_pct  # per-run speed jitter of the fake server, sd in percent (0: off)
+        self.noise_seed = noise_seed
         self.root = Path(".")
         self.info: dict[str, Any] = {}
         self.supervisor: Supervisor | None = None
@@ -89,7 +91,8 @@ class SimHost:
     def service_env(self) -> dict[str, str]:
         return {"SIMHOST_DIR": str(self.root), "SIMHOST_TIME_SCALE": repr(self.time_scale),
                 "PATH": f"{self.root / 'bin'}:{os.environ.get('PATH', os.defpath)}",
-                "HOME": str(self.root), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+                "HOME": str(self.root), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                "SIMHOST_NOISE_PCT": repr(self.noise_pct), "SIMHOST_NOISE_SEED": str(self.noise_seed)}
 
     async def __aenter__(self) -> SimHost:
         self.root = await asyncio.to_thread(self._make_root)

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.bench.noise import median_ci
+
 # A level is unreliable (client saturated) above these.
 LAG_P99_LIMIT_MS = 20.0
 CPU_BUSY_LIMIT = 0.90  # fraction of one core over the measurement window
@@ -113,6 +115,9 @@ class LevelResult:
     client: ClientHealth
     unreliable: bool
     warnings: tuple[str, ...] = ()
+    # bootstrap 95 % interval of the median decode tok/s per request, and the per-request rates it came from
+    decode_tok_s_ci95: tuple[float, float] | None = None
+    decode_tok_s_samples: tuple[float, ...] = ()
     # the measured requests themselves (not in the JSON document; for storage and comparisons)
     records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
 
@@ -128,6 +133,8 @@ class LevelResult:
             "decode_tok_s_per_request": self.decode_tok_s_per_request.to_json(),
             "e2e_ms": self.e2e_ms.to_json(), "server": self.server.to_json(),
             "client": self.client.to_json(), "warnings": list(self.warnings),
+            "decode_tok_s_ci95": list(self.decode_tok_s_ci95) if self.decode_tok_s_ci95 else None,
+            "decode_tok_s_samples": list(self.decode_tok_s_samples),
         }
 
 
@@ -269,6 +276,8 @@ def summarize(inp: LevelInputs) -> LevelResult:
         unreliable = True
         warnings.append(f"client CPU {busy:.0%} of a core: client saturated, level unreliable")
     tpots = [t for t in (r.tpot for r in recs) if t is not None]
+    rates = [1.0 / t for t in tpots if t > 0]
+    ci = median_ci(rates)
     icls = [t for t in (r.icl for r in recs) if t is not None]
     return LevelResult(
         concurrency=c, requests=len(recs), failed=failed, failures=dict(inp.failures),
@@ -277,9 +286,11 @@ def summarize(inp: LevelInputs) -> LevelResult:
         steady_decode_tok_s=steady_decode_rate(recs, c),
         tokens_per_chunk=tokens / chunks if chunks else None, chunk_counted=chunk_counted,
         ttft_ms=dist([r.ttft for r in recs], 1000.0), tpot_ms=dist(tpots, 1000.0),
-        decode_tok_s_per_request=dist([1.0 / t for t in tpots if t > 0]),
+        decode_tok_s_per_request=dist(rates),
         e2e_ms=dist([r.e2e for r in recs], 1000.0), icl_ms=dist(icls, 1000.0),
         queue_ms=dist([r.queue_s for r in recs], 1000.0), server=inp.server,
         client=ClientHealth(cpu_s_per_1k_tokens=cpu_per_1k, loop_lag_ms_p99=lag_p99, cpu_busy=busy),
         unreliable=unreliable, warnings=tuple(warnings), records=tuple(recs),
+        decode_tok_s_ci95=(round(ci[0], 3), round(ci[1], 3)) if ci else None,
+        decode_tok_s_samples=tuple(round(x, 3) for x in rates),
     )

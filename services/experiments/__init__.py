@@ -14,18 +14,24 @@ from services.experiments.pipeline import (
     label_for,
 )
 from services.experiments.results import LevelFigures, Results, RunSummary, pct
+from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_runs, signed_pct
 
 __all__ = [
+    "NOISY",
     "BenchDefaults",
+    "Comparison",
     "ExperimentPolicy",
     "Experiments",
     "LevelFigures",
     "Preview",
     "Results",
+    "RunNoise",
     "RunSummary",
     "TrialOutcome",
+    "compare_runs",
     "config_label",
     "job_pipeline",
     "label_for",
     "pct",
+    "signed_pct",
 ]

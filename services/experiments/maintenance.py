@@ -11,7 +11,6 @@ from typing import Any
 
 from services.errors import Conflict, DeployFailed
 from services.experiments.pipeline import Experiments, config_label
-from services.experiments.results import verdict
 from services.jobs import JobContext, JobResultsReady
 from services.store import AuditQuery
 from services.units import Revision, read_exec_start
@@ -26,7 +25,7 @@ async def run_bench(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, A
     label = ctx.job.params.get("label") or config_label(argv)
     run, crashed_at = await exp.benchmark(ctx, ops, levels, label=label, revision_id=rev.id, capacity={})
     prev = await exp.results.previous(ctx.job.host, run.model, before_id=run.id)
-    v = verdict(run, prev)
+    v = await exp.verdict(run, prev)
     await exp.bus.publish(
         JobResultsReady(ctx.job.ref(), run.id, prev.id if prev else None, v, partial=crashed_at is not None)
     )

@@ -19,7 +19,8 @@ from services.bench import BenchSpec, run_benchmark_isolated
 from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
 from services.errors import BenchmarkError, DeployFailed, JobCancelled
 from services.events import EventBus
-from services.experiments.results import Results, RunSummary, verdict
+from services.experiments.results import Results, RunSummary
+from services.experiments.verdicts import verdict
 from services.hosts import HostPool
 from services.jobs import JobContext, JobProgressed, JobResultsReady
 from services.store import AuditActor, AuditLog, AuditQuery
@@ -170,6 +171,11 @@ class Experiments:
                   "revision_before": before.id, "revision_after": outcome.revision_after}
         return f"{outcome.label}: {outcome.verdict}", result
 
+    async def verdict(self, run: RunSummary, prev: RunSummary | None) -> str:
+        """The noise-aware verdict of `run` against `prev` (the bootstrap runs in a thread)."""
+        repeats = await self.results.repeats(run.host, run.model)
+        return await asyncio.to_thread(verdict, run, prev, repeats)
+
     async def observe_live(self, ctx: JobContext) -> Revision:
         ops = self.ops(ctx.job.host)
         async with ctx.step("read-unit") as d:
@@ -217,7 +223,7 @@ class Experiments:
             raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") from None
         outcome.run = run
         outcome.previous = await self.results.previous(host, run.model, before_id=run.id)
-        outcome.verdict = verdict(run, outcome.previous)
+        outcome.verdict = await self.verdict(run, outcome.previous)
         await self.bus.publish(JobResultsReady(ctx.job.ref(), run.id, outcome.previous.id if outcome.previous
                                                else None, outcome.verdict, partial=crashed_at is not None))
         if crashed_at is not None:

@@ -2,8 +2,9 @@
 
 A run is stored with the host, model, a short label of its configuration ("steps 10"), the unit
 revision and the server's startup capacity. Comparisons are against the previous successful run
-of the same host and model; the verdict names the change at C=1 ("+51 % at C=1 over steps 1") or
-calls a plateau when the gain is within a few percent.
+of the same host and model; `services.experiments.verdicts` judges them against the measured noise.
+Each level keeps its per-request decode rates and the bootstrap interval of their median, and
+`repeats` gathers the medians of repeated runs of one configuration (the run-to-run noise).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from sqlalchemy import select
 
 from services.errors import NotFound
 from services.store import BenchResult, BenchRun, Database, utcnow
-
-PLATEAU_PCT = 3.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,8 @@ class LevelFigures:
     tokens_per_chunk: float | None
     reliable: bool
     warnings: tuple[str, ...] = ()
+    decode_ci: tuple[float, float] | None = None  # bootstrap 95 % interval of decode_tok_s
+    decode_samples: tuple[float, ...] = ()  # per-request decode tok/s
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,16 @@ def figures_from_json(level: dict[str, Any]) -> LevelFigures:
         accept_len=_p(server, "accept_len"), accept_rate=_p(server, "accept_rate"),
         tokens_per_chunk=_p(level, "tokens_per_chunk"),
         reliable=not bool(level.get("unreliable")),
-        warnings=tuple(str(w) for w in level.get("warnings") or ()))
+        warnings=tuple(str(w) for w in level.get("warnings") or ()),
+        decode_ci=_ci(level.get("decode_tok_s_ci95")),
+        decode_samples=tuple(float(x) for x in level.get("decode_tok_s_samples") or ()
+                             if isinstance(x, int | float)))
+
+
+def _ci(v: Any) -> tuple[float, float] | None:
+    if isinstance(v, list | tuple) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
+        return float(v[0]), float(v[1])
+    return None
 
 
 class Results:
@@ -98,6 +108,8 @@ class Results:
                 f = figures_from_json(lv)
                 s.add(BenchResult(run_id=run.id, concurrency=f.concurrency, requests=f.requests, failed=f.failed,
                                   output_tok_s=f.output_tok_s, decode_tok_s_p50=f.decode_tok_s,
+                                  decode_tok_s_ci_lo=f.decode_ci[0] if f.decode_ci else None,
+                                  decode_tok_s_ci_hi=f.decode_ci[1] if f.decode_ci else None,
                                   ttft_ms_p50=f.ttft_p50_ms, ttft_ms_p99=f.ttft_p99_ms, tpot_ms_p50=f.tpot_p50_ms,
                                   accept_len=f.accept_len, accept_rate=f.accept_rate, reliable=f.reliable,
                                   data=lv))
@@ -126,6 +138,24 @@ class Results:
             run = await s.scalar(stmt.order_by(BenchRun.id.desc()).limit(1))
             return None if run is None else _summary(run)
 
+    async def repeats(self, host: str, model: str, *, limit: int = 200) -> dict[str, dict[int, list[float]]]:
+        """Medians of the host's recent successful runs, by configuration (unit revision, else label) and
+        concurrency — the history the run-to-run noise is measured from."""
+        async with self._db.sessions() as s:
+            rows = (await s.execute(
+                select(BenchRun.revision_id, BenchRun.label, BenchResult.concurrency, BenchResult.decode_tok_s_p50,
+                       BenchResult.reliable)
+                .join(BenchResult, BenchResult.run_id == BenchRun.id)
+                .where(BenchRun.host == host, BenchRun.model == model, BenchRun.ok.is_(True))
+                .order_by(BenchRun.id.desc()).limit(limit))).all()
+        out: dict[str, dict[int, list[float]]] = {}
+        for rev, label, c, med, reliable in rows:
+            if med is None or not reliable:
+                continue
+            key = f"rev:{rev}" if rev is not None else f"label:{label}"
+            out.setdefault(key, {}).setdefault(int(c), []).append(float(med))
+        return out
+
     async def recent(self, host: str | None = None, limit: int = 10) -> list[RunSummary]:
         async with self._db.sessions() as s:
             stmt = select(BenchRun)
@@ -146,22 +176,3 @@ def pct(new: float | None, old: float | None) -> float | None:
     if new is None or old is None or old == 0:
         return None
     return (new - old) / old * 100.0
-
-
-def verdict(run: RunSummary, prev: RunSummary | None) -> str:
-    """One line: the change at the lowest common concurrency against the previous run."""
-    if prev is None:
-        return f"first run of {run.model or 'this model'} on {run.host}: baseline recorded"
-    common = sorted({lv.concurrency for lv in run.levels} & {lv.concurrency for lv in prev.levels})
-    for c in common:
-        a, b = run.level(c), prev.level(c)
-        if a is None or b is None:
-            continue
-        change = pct(a.decode_tok_s, b.decode_tok_s)
-        if change is None:
-            continue
-        sign = "+" if change >= 0 else "−"
-        if abs(change) < PLATEAU_PCT:
-            return f"plateau: {sign}{abs(change):.0f} % at C={c} over {prev.label or f'run {prev.id}'}"
-        return f"{sign}{abs(change):.0f} % at C={c} over {prev.label or f'run {prev.id}'}"
-    return f"no level in common with {prev.label or f'run {prev.id}'}"

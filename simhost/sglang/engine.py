@@ -7,12 +7,18 @@ rate does not drift) gives each running request its accept length in tokens. Ste
 B is `accept_len / per_request_rate(B)`; token rates are never time-scaled. Every
 `decode_log_interval` steps it logs SGLang 0.5.9's `Decode batch` line; every admission a
 `Prefill batch` line. A batch that needs more workspace than there is raises the CUDA OOM crash.
+
+Noise (`noise_pct`, off by default): every run's speed is the model's times `1 + N(0, noise_pct %)`,
+drawn again whenever the engine wakes after `NEW_RUN_IDLE_S` of idleness (a new benchmark run) from a
+generator seeded with `noise_seed` — reproducible — and each request's accept length varies by up
+to ±2 x noise_pct % (as the field notes' steps 10 does by itself).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
 import time
 from collections import deque
 from collections.abc import Callable
@@ -21,6 +27,7 @@ from dataclasses import dataclass, field
 from simhost.sglang import model
 
 Sink = Callable[[int, bool, str | None], None]
+NEW_RUN_IDLE_S = 1.0  # wall seconds idle before the next request starts a new run (noise redrawn)
 
 
 @dataclass(eq=False)
@@ -54,7 +61,8 @@ class Stats:
 class Engine:
     def __init__(self, *, steps: int, draft_tokens: int, max_running: int, max_total_tokens: int,
                  workspace_gib: float, decode_log_interval: int, log: Callable[[str], None],
-                 on_oom: Callable[[int], None], spec: bool, cuda_graph: bool = True) -> None:
+                 on_oom: Callable[[int], None], spec: bool, cuda_graph: bool = True, noise_pct: float = 0.0,
+                 noise_seed: str = "") -> None:
         self.steps = steps
         self.draft_tokens = draft_tokens
         self.accept_len, self.rate_c1 = model.speed(steps if spec else 0)
@@ -69,6 +77,14 @@ class Engine:
         self.cuda_graph = cuda_graph
         if not cuda_graph:  # --disable-cuda-graph: "Huge performance loss" (SGLang's own words)
             self.rate_c1 *= 0.55
+        self.noise_pct = max(0.0, noise_pct)
+        if self.noise_pct:
+            self.jitter = max(self.jitter, 2 * self.noise_pct / 100)
+        self._rng = random.Random(noise_seed)
+        self.model_rate = self.rate_c1
+        self.run_factor = 1.0
+        self._idle_since = time.monotonic()
+        self.new_run()
         self.queue: deque[Req] = deque()
         self.running: list[Req] = []
         self.stats = Stats()
@@ -79,6 +95,12 @@ class Engine:
         self._log_accepted = 0.0
         self._log_verifies = 0
         self._log_time = time.monotonic()
+
+    def new_run(self) -> None:
+        """Draw this run's speed factor (1 without noise)."""
+        if self.noise_pct:
+            self.run_factor = max(0.5, 1 + self._rng.gauss(0.0, self.noise_pct / 100))
+            self.rate_c1 = self.model_rate * self.run_factor
 
     # ---- requests -------------------------------------------------------------------------
     def submit(self, req: Req) -> None:
@@ -117,7 +139,10 @@ class Engine:
             if not self.running and not any(not r.aborted for r in self.queue):
                 self.queue.clear()
                 self._wake.clear()
+                self._idle_since = time.monotonic()
                 await self._wake.wait()
+                if time.monotonic() - self._idle_since >= NEW_RUN_IDLE_S:
+                    self.new_run()
                 deadline = loop.time()
                 continue
             admitted = self._admit()

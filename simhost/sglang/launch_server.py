@@ -234,8 +234,16 @@ class Server:
         self.engine = Engine(steps=self.adj.steps, draft_tokens=self.d, max_running=max(1, self.max_running),
                              max_total_tokens=self.tokens, workspace_gib=workspace,
                              decode_log_interval=self.ns.decode_log_interval, log=lambda m: log(m, tp=0),
-                             on_oom=self.on_oom, spec=self.adj.spec, cuda_graph=not self.ns.disable_cuda_graph)
+                             on_oom=self.on_oom, spec=self.adj.spec, cuda_graph=not self.ns.disable_cuda_graph,
+                             noise_pct=float(os.environ.get("SIMHOST_NOISE_PCT") or 0.0),
+                             noise_seed=f"{os.environ.get('SIMHOST_NOISE_SEED', '0')}:{self.start_number()}")
         return True
+
+    def start_number(self) -> int:
+        """How many servers this host started before this one (seeds the noise of each start apart)."""
+        n = int(simstate.read(self.root).get("server_starts") or 0)
+        simstate.update(self.root, server_starts=n + 1)
+        return n
 
     def on_oom(self, batch: int) -> None:
         simstate.update(self.root, residual_gib=model.OOM_RESIDUAL_GIB)

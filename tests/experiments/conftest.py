@@ -76,6 +76,14 @@ class BotUnderTest:
         while await self.core.store.depth("test") > 0 and time.monotonic() < t_end:
             await asyncio.sleep(0.05)
 
+    async def wait_messages(self, pred: Callable[[Delivered], bool], timeout: float = 30.0) -> list[Delivered]:
+        """The delivered messages matching `pred`, once there is at least one (some, like a sweep's chart, are
+        drawn in a thread and sent after the job has already finished)."""
+        t_end = time.monotonic() + timeout
+        while not (found := self.messages(pred)) and time.monotonic() < t_end:
+            await asyncio.sleep(0.1)
+        return found
+
     def messages(self, pred: Callable[[Delivered], bool] = lambda d: True) -> list[Delivered]:
         return [d for d in self.transcript.log if pred(d)]
 
@@ -92,9 +100,10 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
     async with AsyncExitStack() as stack:
         async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
-                       policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None) -> BotUnderTest:
+                       policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
+                       sim_opts: dict[str, Any] | None = None) -> BotUnderTest:
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
-                                                          time_scale=TIME_SCALE))
+                                                          time_scale=TIME_SCALE, **(sim_opts or {})))
             info = sim.info
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
                     "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],

@@ -44,10 +44,30 @@ async def test_sweep_posts_summary_chart_and_calls_the_plateau(make_bot) -> None
     bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"})
     job = await bot.wait_job(_job_id((await bot.say("sweep steps 1..5")).text), timeout=240)
     assert job.state == "succeeded", job.summary
-    (summary,) = bot.messages(lambda d: d.key == f"job:{job.id}:sweep")
+    (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:sweep")
     table = summary.reply.tables[0]
-    assert [r[0] for r in table.rows] == ["1", "2", "3", "4", "5"]
+    assert [r[0].split()[0] for r in table.rows] == ["1", "2", "3", "4", "5"]
+    assert table.rows[3][0] == "4 ✓"
     assert summary.reply.attachments and summary.reply.attachments[0].content.startswith(b"\x89PNG")
-    assert "best *4*" in summary.reply.text  # 5 is within the plateau margin of 4: the smaller wins
-    assert "plateau" in summary.reply.text
+    # 5 is within noise of 4 (no repeats yet: the assumed run-to-run noise); 4 leaves more KV cache
+    assert "best *4*" in summary.reply.text
+    assert "4 and 5 are within noise of each other" in summary.reply.text
+    assert "plateau from 4" in summary.reply.text
+    assert "4 uses fewer draft tokens and leaves more KV cache than 5: 14 vs 11 running requests" in summary.reply.text
+    assert "--speculative-num-steps 4" in bot.unit_text()
+
+
+@pytest.mark.slow
+async def test_sweep_on_a_noisy_server_calls_4_and_5_within_noise_and_picks_4(make_bot) -> None:
+    """The simulated server jitters every run's speed (sd 1 %, seeded): 4 and 5 stay within noise, 4 wins,
+    and the chart and the table carry the noise band."""
+    bench = {"concurrency": [1], "requests_per_level": 6, "warmup": 1, "input_len": 32, "output_len": 96}
+    bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"},
+                         sim_opts={"noise_pct": 1.0, "noise_seed": 3})
+    job = await bot.wait_job(_job_id((await bot.say("sweep steps 1..5")).text), timeout=300)
+    assert job.state == "succeeded", job.summary
+    assert job.result["best"] == "4" and set(job.result["within_noise"]) == {"4", "5"}, job.result["criterion"]
+    assert job.result["comparisons"]["3"]["outcome"] == "worse"
+    (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:sweep")
+    assert "4 and 5 are within noise of each other" in summary.reply.text
     assert "--speculative-num-steps 4" in bot.unit_text()
