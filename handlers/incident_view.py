@@ -5,7 +5,8 @@ messages through the `Outbox`. The alert lives under the key ``incident:<id>``: 
 it, every later send edits it (restart count, mute/ack state, resolution). Follow-ups go to its
 thread under keys ``incident:<id>:...`` that are unique per event, so a replay never posts twice.
 While an incident is muted the alert is still edited (no notification) but no thread reply is
-posted. Host contact alerts live under ``contact:<host>``.
+posted. Host contact alerts live under ``contact:<host>``, reboots under ``reboot:<host>:<boot id>`` and
+journal gaps under ``gap:<host>:<unit>:<reason>:<until>`` (one message each, also after a replay).
 
 The `render_*` functions are pure and also serve the router (``logs incident <id>``).
 """
@@ -30,7 +31,7 @@ from services.incidents import (
     IncidentUnmuted,
     IncidentUpdated,
 )
-from services.journal import HostContactLost, HostContactRestored
+from services.journal import HostContactLost, HostContactRestored, HostRebooted, JournalGap
 
 CAUSE_TITLES = {
     "kv_cache_oom": "too little GPU memory for the KV cache at start",
@@ -150,6 +151,8 @@ class IncidentNotifier:
         bus.subscribe(AutoRollbackRequested, self.on_auto_rollback)
         bus.subscribe(HostContactLost, self.on_contact_lost)
         bus.subscribe(HostContactRestored, self.on_contact_restored)
+        bus.subscribe(HostRebooted, self.on_rebooted)
+        bus.subscribe(JournalGap, self.on_journal_gap)
 
     async def _main(self, info: IncidentInfo) -> None:
         await self.outbox.send(info.key, render_alert(info), channel=self.channel)
@@ -207,3 +210,29 @@ class IncidentNotifier:
         await self.outbox.send(f"contact:{ev.host}", Reply(
             text=f"Contact with {ev.host} restored at {_hhmm(ev.restored_at)} (lost since {_hhmm(ev.since)}, "
                  f"{_duration(dur)}).", tone="success"), channel=self.channel)
+
+    async def on_rebooted(self, ev: HostRebooted) -> None:
+        await self.outbox.send(f"reboot:{ev.host}:{ev.boot}", render_reboot(ev), channel=self.channel)
+
+    async def on_journal_gap(self, ev: JournalGap) -> None:
+        key = f"gap:{ev.host}:{ev.unit}:{ev.reason}:{int(ev.until.timestamp() * 1e6)}"
+        await self.outbox.send(key, render_gap(ev), channel=self.channel)
+
+
+def render_reboot(ev: HostRebooted) -> Reply:
+    """The chat message of a host reboot seen in the unit's journal."""
+    before = f" (last entry of the previous boot at {_hhmm(ev.last_before)})" if ev.last_before else ""
+    return Reply(text=f":arrows_counterclockwise: {ev.host} rebooted: `{ev.unit}`'s journal continues in a new "
+                      f"boot from {_hhmm(ev.first_after)}{before}.", tone="warning")
+
+
+def render_gap(ev: JournalGap) -> Reply:
+    """The chat message naming an interval of the unit's journal that could not be read."""
+    span = f"{_hhmm(ev.since)[:-4]}–{_hhmm(ev.until)}" if ev.since else f"before {_hhmm(ev.until)}"
+    if ev.reason == "rate-limited":
+        return Reply(text=f":warning: journald suppressed {ev.dropped} messages of `{ev.unit}` on {ev.host} "
+                          f"(rate limit), {span}: a diagnosis of that window is partial.", tone="warning")
+    amount = f"{_duration(ev.seconds)} of " if ev.seconds is not None else "part of "
+    return Reply(text=f":warning: Could not read {amount}the journal of `{ev.unit}` on {ev.host}: {span} "
+                      "(deleted from the host before pitcrew read it). A diagnosis of that window is partial.",
+                 tone="warning")

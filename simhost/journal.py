@@ -17,8 +17,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+from simhost import journal_real
+
 JOURNAL_FILE = "journal/system.journal.jsonl"
 IDS_FILE = "journal/ids.json"
+COREDUMP_MESSAGE_ID = "fc2e22bc6ee647b6b90729ab34a250b1"  # systemd-coredump's "Process N (comm) dumped core."
 DATA_FIELD_MAX = 4096  # journalctl prints null for fields this long without --all (logs-show.c)
 
 
@@ -67,9 +70,13 @@ def clean_line(line: str) -> str | None:
 
 
 class JournalWriter:
-    """Appends entries; every value is stored as a string, the trust fields come from the caller."""
+    """Appends entries; every value is stored as a string, the trust fields come from the caller.
 
-    def __init__(self, root: Path, hostname: str) -> None:
+    With the real backend (`simhost.journal_real.backend()` is ``journald``) each entry is also
+    written into a real journal file by systemd-journal-remote. `rotate`, `reboot`, ``clock_offset_s``
+    (a wall clock jump) and `suppressed` reproduce journald events for the follower's tests."""
+
+    def __init__(self, root: Path, hostname: str, *, real: bool | None = None) -> None:
         self.root = root
         self.path = journal_path(root)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +88,11 @@ class JournalWriter:
         self.seqnum_id = ids["seqnum_id"]
         self.hostname = hostname
         self.seqnum = self._last_seqnum()
+        self.clock_offset_s = 0.0
+        self._mono_base_ns = int(ids.get("mono_base_ns", "0"))
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived append handle
+        use_real = journal_real.backend() == "journald" if real is None else real
+        self.real: journal_real.RealJournal | None = journal_real.RealJournal(root) if use_real else None
 
     def _last_seqnum(self) -> int:
         last = 0
@@ -98,8 +109,8 @@ class JournalWriter:
 
     def append(self, fields: Mapping[str, object]) -> dict[str, str]:
         self.seqnum += 1
-        real_us = time.time_ns() // 1000
-        mono_us = time.monotonic_ns() // 1000
+        real_us = time.time_ns() // 1000 + int(self.clock_offset_s * 1e6)
+        mono_us = (time.monotonic_ns() - self._mono_base_ns) // 1000
         entry = {k: str(v) for k, v in fields.items() if v is not None}
         entry.setdefault("_BOOT_ID", self.boot_id)
         entry.setdefault("_MACHINE_ID", self.machine_id)
@@ -114,19 +125,55 @@ class JournalWriter:
         entry["__SEQNUM_ID"] = self.seqnum_id
         self._fh.write(json.dumps(entry) + "\n")
         self._fh.flush()
+        if self.real is not None:
+            self.real.write(entry)
         return entry
+
+    def sync(self) -> None:
+        """Wait until the real journal holds every entry appended so far (no-op without it)."""
+        if self.real is not None and not self.real.sync():
+            raise RuntimeError("systemd-journal-remote did not write the entries within 10 s")
+
+    def rotate(self) -> None:
+        """journald's file rotation (real backend only: the JSON-lines file is one file)."""
+        if self.real is not None:
+            self.real.rotate()
+
+    def reboot(self) -> str:
+        """A new boot: new `_BOOT_ID`, the monotonic clock starts again at zero. Returns the boot id."""
+        ids = load_ids(self.root)
+        self.boot_id = ids["boot_id"] = os.urandom(16).hex()
+        self._mono_base_ns = time.monotonic_ns()
+        ids["mono_base_ns"] = str(self._mono_base_ns)
+        (self.root / IDS_FILE).write_text(json.dumps(ids))
+        return self.boot_id
+
+    def suppressed(self, unit: str, dropped: int) -> dict[str, str]:
+        """journald's rate-limit report about `unit` (`journald-server.c`, MESSAGE_ID a596d6fe...)."""
+        return self.append({"_PID": os.getpid(), "_UID": 0, "_GID": 0, "_COMM": "systemd-journal",
+                            "_TRANSPORT": "driver", "PRIORITY": 6, "SYSLOG_IDENTIFIER": "systemd-journald",
+                            "MESSAGE_ID": "a596d6fe7bfa4994828e72309e95d61e", "N_DROPPED": dropped,
+                            "OBJECT_SYSTEMD_UNIT": unit, "_SYSTEMD_UNIT": "systemd-journald.service",
+                            "MESSAGE": f"Suppressed {dropped} messages from {unit}"})
 
     def close(self) -> None:
         self._fh.close()
+        if self.real is not None:
+            self.real.close()
 
 
 def unit_matches(entry: Mapping[str, str], unit: str) -> bool:
-    """`journalctl -u UNIT` (systemd 252 add_matches_for_unit)."""
+    """`journalctl -u UNIT` (systemd 252 add_matches_for_unit; checked against systemd's journalctl in
+    tests/incidents/test_incidents_journal_real.py)."""
     if entry.get("_SYSTEMD_UNIT") == unit:
         return True
     if entry.get("_PID") == "1" and entry.get("UNIT") == unit:
         return True
-    return entry.get("_UID") == "0" and entry.get("OBJECT_SYSTEMD_UNIT") == unit
+    if entry.get("_UID") != "0":
+        return False
+    if entry.get("OBJECT_SYSTEMD_UNIT") == unit:
+        return True
+    return entry.get("MESSAGE_ID") == COREDUMP_MESSAGE_ID and entry.get("COREDUMP_UNIT") == unit
 
 
 def read_entries(path: Path, offset: int = 0) -> tuple[list[dict[str, str]], int]:

@@ -16,7 +16,7 @@ from services.events import EventBus
 from services.hosts import HostPool
 from services.incidents.monitor import IncidentMonitor
 from services.incidents.types import IncidentPolicy
-from services.journal import JournalSupervisor
+from services.journal import JournalAuditor, JournalSupervisor
 from services.store import AuditLog, Database
 
 
@@ -48,7 +48,10 @@ class IncidentWatch:
 def build_incident_watch(db: Database, bus: EventBus, pool: HostPool, *, holder: str,
                          policy: IncidentPolicy | None = None, audit: AuditLog | None = None,
                          lease_ttl_s: float = 10.0, heartbeat_s: float = 3.0) -> IncidentWatch:
-    """Build the monitor and the supervisor over every host of `pool` (hosts added later are picked up)."""
+    """Build the monitor and the supervisor over every host of `pool` (hosts added later are picked up).
+    The follower's reboot and gap events are recorded in the audit log (`JournalAuditor`)."""
+    audit = audit or AuditLog(db)
+    JournalAuditor(audit).subscribe(bus)
     monitor = IncidentMonitor(db, bus, pool.get, audit=audit, policy=policy)
     supervisor = JournalSupervisor(db, lambda: [pool.get(n) for n in pool.names()], holder=holder,
                                    on_entry_for=monitor.on_entry_for, bus=bus, lease_ttl_s=lease_ttl_s,

@@ -3,9 +3,10 @@ logs), and following a host's journal with persisted, lease-fenced cursors.
 
 The names below are the package's public API: other packages import only these."""
 
+from services.journal.audit import JournalAuditor
 from services.journal.entries import JournalEntry, ParseStats, entry_from_obj, iter_entries, parse_entry
 from services.journal.fleet import JournalSupervisor
-from services.journal.follower import HostContactLost, HostContactRestored
+from services.journal.follower import HostContactLost, HostContactRestored, HostRebooted, JournalGap
 from services.journal.sglang import Capacity, is_ready_line, parse_capacity, parse_decode
 from services.journal.systemd import SystemdEvent, classify
 from services.journal.types import parse_show
@@ -14,7 +15,10 @@ __all__ = [
     "Capacity",
     "HostContactLost",
     "HostContactRestored",
+    "HostRebooted",
+    "JournalAuditor",
     "JournalEntry",
+    "JournalGap",
     "JournalSupervisor",
     "ParseStats",
     "SystemdEvent",

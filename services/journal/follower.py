@@ -1,13 +1,32 @@
 """Following one unit's journal on one host, with persisted cursors: no entry lost, none handled twice.
 
-`JournalFollower` keeps one long-lived ``journalctl -u UNIT -o json -f`` over SSH per (host, unit).
-``journalctl -u`` also matches systemd's own messages about the unit (PID 1 with ``UNIT=``), so the
-restart-loop signals arrive on the same stream. Start position:
+`JournalFollower` keeps one long-lived ``journalctl -u UNIT -o json -f --merge`` over SSH per (host,
+unit). ``journalctl -u`` also matches systemd's own messages about the unit (PID 1 with ``UNIT=``) and
+journald's ``Suppressed N messages`` about it, so the restart-loop signals arrive on the same stream.
+``--merge`` because systemd's ``-f`` without it implies ``-b`` (the current boot only): resuming after
+a host reboot would silently skip the rest of the previous boot (journalctl.c, checked with 252).
+``--no-tail`` with every start position: systemd's ``-f`` implies ``-n 10`` even after ``--cursor``,
+printing 10 entries of the backlog and the rest only when the journal next changes (observed with 252).
+Start position:
 
-- with a stored cursor: ``--after-cursor C`` (resumes exactly after the last processed entry);
+- with a stored cursor: ``--cursor C`` and the entry C itself (printed first) is skipped. Not
+  ``--after-cursor``: when C's entry was vacuumed away, journalctl seeks to the nearest entry and
+  ``--after-cursor`` skips one more, so the first entry still in the journal would be lost. When the
+  first entry is not C, the stored position is gone: a `JournalGap` (``vacuumed``) names the interval
+  between C's time and the first entry found, and following goes on from there;
+- a cursor journalctl rejects (``Failed to seek to cursor``: corrupted, or not a cursor) restarts the
+  stream with ``--since`` the last entry's time (the cursor's ``t=``, else the stored row's time minus
+  the flush interval), never from the journal's start;
 - first start (no cursor): from now on (default: the unit's newest entry is read with ``-n 1`` and used
-  as the start cursor, so nothing written while ``journalctl -f`` starts is missed; with an empty
-  journal ``-n 0``), or ``-n TAIL`` with ``initial_tail`` > 0 to handle the last entries too.
+  as the start cursor, so nothing written while ``journalctl -f`` starts is missed; when the unit has no
+  entry yet, ``--no-tail``: every entry of it is new. Not ``-n 0``: on a journal without entries,
+  systemd's ``-f -n 0`` resolves its tail position only when the first burst arrives and prints just
+  the last entry of that burst), or ``-n TAIL`` with ``initial_tail`` > 0 to handle the last entries too.
+
+Entries are ordered by the journal (cursor), never by timestamp, so a wall clock jumping back does
+not reorder or repeat anything. A new ``_BOOT_ID`` (the cursor's ``b=``) between two entries publishes
+`HostRebooted`; journald's rate-limit report (``N_DROPPED``) publishes a `JournalGap`
+(``rate-limited``) and is counted in ``suppressed``.
 
 Exactly once: entries are handed to ``on_entry`` one at a time, in journal order; the cursor
 advances only after ``on_entry`` returned, and is persisted (batched, at least every
@@ -51,15 +70,22 @@ from services.journal.types import (
     FollowerStatus,
     HostContactLost,
     HostContactRestored,
+    HostRebooted,
+    JournalGap,
     UnitState,
     UnitStateRead,
     _Counters,
+    cursor_field,
+    cursor_realtime_us,
     parse_show,
 )
 from services.store import Database, JournalCursor, Lease, utcnow
 
 __all__ = ["STATE_PROPERTIES", "CursorSink", "FollowerStatus", "HostContactLost", "HostContactRestored",
-           "JournalFollower", "LeaseLost", "OnEntry", "UnitState", "UnitStateRead", "parse_show"]
+           "HostRebooted", "JournalFollower", "JournalGap", "LeaseLost", "OnEntry", "UnitState",
+           "UnitStateRead", "parse_show"]
+
+SEEK_FAILED = "Failed to seek to cursor"  # journalctl's answer to a cursor it cannot parse
 
 log = logging.getLogger("pitcrew.journal")
 
@@ -113,6 +139,12 @@ class JournalFollower:
         self.command_timeout_s = command_timeout_s
         self._cursor: str | None = None
         self._stored_cursor: str | None = None
+        self._stored_at: datetime | None = None
+        self._since_us: int | None = None
+        self._resume_from: str | None = None
+        self._boot: str | None = None
+        self._boot_tag = ""
+        self._from_head = False
         self._loaded = False
         self._n = _Counters()
         self._connected = False
@@ -135,10 +167,12 @@ class JournalFollower:
         return self._cursor
 
     def status(self) -> FollowerStatus:
-        return FollowerStatus(self.host_name, self.unit, self._connected, self._n.entries,
-                              self._n.bad_lines, self._n.handler_errors, self._n.reconnects,
-                              self._cursor, self._n.last_realtime_us,
-                              self._lost_wall if self._lost_announced else None)
+        n = self._n
+        return FollowerStatus(self.host_name, self.unit, self._connected, n.entries,
+                              n.bad_lines, n.handler_errors, n.reconnects,
+                              self._cursor, n.last_realtime_us,
+                              self._lost_wall if self._lost_announced else None,
+                              n.gaps, n.suppressed, n.reboots, n.cursor_rejected)
 
     def stop(self) -> None:
         """Ask `run` to end (it flushes the cursor before returning)."""
@@ -163,7 +197,11 @@ class JournalFollower:
                     log.warning("journal %s: database unavailable (%s); will resume from the cursor",
                                 self.host_name, e)
                 except CommandFailed as e:
-                    log.warning("journal %s: %s", self.host_name, e)
+                    if SEEK_FAILED in str(e) and self._cursor is not None:
+                        self._cursor_rejected()
+                        attempt = -1  # retry at once, from the time
+                    else:
+                        log.warning("journal %s: %s", self.host_name, e)
                 except HostError as e:
                     await self._contact_failed(e)
                 finally:
@@ -239,7 +277,9 @@ class JournalFollower:
             row = await s.get(JournalCursor, (self.host_name, self.unit))
             if row is not None:
                 self._cursor = self._stored_cursor = row.cursor
+                self._stored_at = row.updated_at
                 self._n.stored_entries = int(row.entries or 0)
+                self._set_boot(cursor_field(row.cursor, "b"))
         self._loaded = True
 
     async def _flush_loop(self) -> None:
@@ -253,12 +293,81 @@ class JournalFollower:
                 log.warning("journal %s: cursor flush failed: %s", self.host_name, e)
 
     def _command(self) -> list[str]:
-        argv = ["journalctl", "-u", self.unit, "-o", "json", "-f"]
+        argv = ["journalctl", "-u", self.unit, "-o", "json", "-f", "--merge"]
         if self._cursor:
-            argv += ["--after-cursor", self._cursor]
+            argv += ["--cursor", self._cursor, "--no-tail"]
+        elif self._since_us is not None:
+            argv += ["--since", f"@{self._since_us // 1_000_000}.{self._since_us % 1_000_000:06d}", "--no-tail"]
+        elif self._from_head:
+            argv += ["--no-tail"]
         else:
             argv += ["-n", str(self.initial_tail)]
         return argv
+
+    def _cursor_rejected(self) -> None:
+        """journalctl cannot seek to the cursor: start again from the last entry's time instead."""
+        cursor = self._cursor or ""
+        since = cursor_realtime_us(cursor)
+        if since is None and self._n.last_realtime_us is not None:
+            since = self._n.last_realtime_us
+        if since is None and self._stored_at is not None:
+            stored = self._stored_at if self._stored_at.tzinfo else self._stored_at.replace(tzinfo=UTC)
+            since = int((stored.timestamp() - self.flush_interval_s - 1.0) * 1e6)
+        if since is None:
+            since = int(time.time() * 1e6)
+        self._n.cursor_rejected += 1
+        log.warning("journal %s: journalctl rejected the cursor %.40s; resuming from the time %s",
+                    self.host_name, cursor, datetime.fromtimestamp(since / 1e6, UTC).isoformat())
+        self._cursor = None
+        self._resume_from = None
+        self._since_us = since + 1  # the entry at `since` was handled
+
+    def _set_boot(self, boot: str | None) -> None:
+        self._boot = boot
+        self._boot_tag = f";b={boot};" if boot else ""
+
+    async def _check_position(self, entry: JournalEntry) -> None:
+        """First entry after resuming from a cursor that is not that cursor: the position is gone."""
+        resumed_from, self._resume_from = self._resume_from, None
+        if resumed_from is None or entry.cursor == resumed_from:
+            return
+        before = cursor_realtime_us(resumed_from)
+        since = datetime.fromtimestamp(before / 1e6, UTC) if before is not None else None
+        gap = JournalGap(self.host_name, self.unit, since, datetime.fromtimestamp(entry.realtime_us / 1e6, UTC),
+                         "vacuumed")
+        self._n.gaps += 1
+        log.warning("journal %s: the entry of the stored cursor is gone; could not read %s .. %s (%s -> %s)",
+                    self.host_name, gap.since, gap.until, resumed_from, entry.cursor)
+        if self._bus is not None:
+            await self._bus.publish(gap)
+
+    async def _check_boot(self, entry: JournalEntry) -> None:
+        boot = cursor_field(entry.cursor, "b")
+        previous = self._boot
+        self._set_boot(boot)
+        if previous is None or boot is None or boot == previous:
+            return
+        self._n.reboots += 1
+        last = self._n.last_realtime_us
+        event = HostRebooted(self.host_name, self.unit, previous, boot,
+                             datetime.fromtimestamp(last / 1e6, UTC) if last is not None else None,
+                             datetime.fromtimestamp(entry.realtime_us / 1e6, UTC))
+        log.info("journal %s: host rebooted (boot %s -> %s)", self.host_name, previous[:8], boot[:8])
+        if self._bus is not None:
+            await self._bus.publish(event)
+
+    async def _suppressed(self, entry: JournalEntry, dropped: str) -> None:
+        try:
+            n_dropped = int(dropped)
+        except ValueError:
+            return
+        self._n.suppressed += n_dropped
+        self._n.gaps += 1
+        last = self._n.last_realtime_us
+        gap = JournalGap(self.host_name, self.unit, datetime.fromtimestamp(last / 1e6, UTC) if last else None,
+                         datetime.fromtimestamp(entry.realtime_us / 1e6, UTC), "rate-limited", n_dropped)
+        if self._bus is not None:
+            await self._bus.publish(gap)
 
     async def _session_until_stopped(self) -> bool:
         """Run one session; `stop()` ends it, but never while an entry is being handled."""
@@ -284,12 +393,13 @@ class JournalFollower:
         """One connection: read the unit state, then stream. True when entries were processed."""
         await self._read_state()
         await self._contact_ok()
-        if self._cursor is None and self.initial_tail == 0:
-            await self._anchor_at_tail()
+        if self._cursor is None and self._since_us is None and self.initial_tail == 0 and not self._from_head:
+            await self._anchor_at_tail()  # once: a reconnect before the first entry keeps the position
         self._connected = True
         before = self._n.entries
         on_entry = self._on_entry
         n = self._n
+        self._resume_from = self._cursor
         async with self.host.stream(self._command()) as lines:
             async for line in lines:
                 entry = parse_entry(line)
@@ -298,8 +408,15 @@ class JournalFollower:
                         n.bad_lines += 1
                         log.debug("journal %s: skipped a bad line (%d chars)", self.host_name, len(line))
                     continue
+                if self._resume_from is not None:
+                    await self._check_position(entry)
                 if entry.cursor == self._cursor:
                     continue
+                self._since_us = None
+                if not self._boot_tag or self._boot_tag not in entry.cursor:
+                    await self._check_boot(entry)
+                if entry.fields and (dropped := entry.fields.get("N_DROPPED")) is not None:
+                    await self._suppressed(entry, dropped)
                 self._idle.clear()
                 try:
                     await on_entry(entry)
@@ -326,7 +443,10 @@ class JournalFollower:
             entry = parse_entry(line)
             if entry is not None:
                 self._cursor = entry.cursor
+                self._set_boot(cursor_field(entry.cursor, "b"))
                 return
+        if result.ok:
+            self._from_head = True  # the unit has no entry yet: all of its entries are new ones
 
     async def _read_state(self) -> UnitState | None:
         """Read and publish the unit's state; None when `systemctl show` failed on a reachable host."""

@@ -74,6 +74,39 @@ class HostContactRestored:
 
 
 @dataclass(frozen=True)
+class HostRebooted:
+    """Event: the unit's journal continues in a new boot (`_BOOT_ID` changed, monotonic clock reset)."""
+
+    host: str
+    unit: str
+    previous_boot: str
+    boot: str
+    last_before: datetime | None
+    first_after: datetime
+
+
+@dataclass(frozen=True)
+class JournalGap:
+    """Event: part of the unit's journal could not be read, so a diagnosis of [since, until] is partial.
+
+    ``reason``: ``vacuumed`` (the stored cursor's entry no longer exists: journal files were deleted
+    while pitcrew was not reading) or ``rate-limited`` (journald's ``Suppressed N messages``;
+    ``dropped`` is N)."""
+
+    host: str
+    unit: str
+    since: datetime | None
+    until: datetime
+    reason: str
+    dropped: int | None = None
+    partial: bool = True
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.since is None else max(0.0, (self.until - self.since).total_seconds())
+
+
+@dataclass(frozen=True)
 class FollowerStatus:
     """A snapshot of one follower's counters (for status lines and metrics)."""
 
@@ -87,6 +120,10 @@ class FollowerStatus:
     cursor: str | None
     last_entry_realtime_us: int | None
     lost_since: datetime | None
+    gaps: int = 0
+    suppressed: int = 0
+    reboots: int = 0
+    cursor_rejected: int = 0
 
     def lag_s(self, now: datetime | None = None) -> float | None:
         """Seconds between now and the newest processed entry's journal time."""
@@ -104,6 +141,10 @@ class _Counters:
     reconnects: int = 0
     last_realtime_us: int | None = None
     stored_entries: int = 0
+    gaps: int = 0
+    suppressed: int = 0
+    reboots: int = 0
+    cursor_rejected: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -115,6 +156,24 @@ def parse_show(text: str) -> dict[str, str]:
         if sep and key and key.strip() == key:
             out[key] = value
     return out
+
+
+def cursor_field(cursor: str, key: str) -> str | None:
+    """One ``key=value`` part of a journald cursor (``b`` boot id, ``t`` realtime hex...), or None."""
+    prefix = key + "="
+    for part in cursor.split(";"):
+        if part.startswith(prefix):
+            return part[len(prefix):]
+    return None
+
+
+def cursor_realtime_us(cursor: str) -> int | None:
+    """The entry's realtime (µs) written in a journald cursor (``t=<hex>``), or None."""
+    value = cursor_field(cursor, "t")
+    try:
+        return int(value, 16) if value else None
+    except ValueError:
+        return None
 
 
 def _int(value: str) -> int:

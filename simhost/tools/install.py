@@ -1,10 +1,17 @@
-"""Writes the sim's tool executables into `DIR/bin` (first on PATH in every SSH session)."""
+"""Writes the sim's tool executables into `DIR/bin` (first on PATH in every SSH session).
+
+`journalctl` is systemd's own (`/usr/bin/journalctl --directory=$SIMHOST_DIR/journal/real`) when the
+host's journal is mirrored into real journal files (`simhost.journal_real.backend()` is ``journald`` at
+install time), else the sim's Python one.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+
+from simhost.journal_real import JOURNALCTL, REAL_DIR, backend
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"systemctl": "simhost.tools.systemctl", "journalctl": "simhost.tools.journalctl",
@@ -18,6 +25,14 @@ def install_tools(bin_dir: Path, python: str | None = None) -> Path:
         script = (f"#!{python} -S\n"
                   f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
                   f"from {module} import main\nsys.exit(main(sys.argv[1:]))\n")
+        if name == "journalctl" and backend() == "journald":
+            _write_exec(bin_dir / "journalctl-sim", script)
+            script = ("#!/bin/sh\n"
+                      'if [ -n "$SIMHOST_DIR" ]; then\n'
+                      f'  mkdir -p "$SIMHOST_DIR/{REAL_DIR}" 2>/dev/null\n'
+                      f'  exec {JOURNALCTL} --directory="$SIMHOST_DIR/{REAL_DIR}" "$@"\n'
+                      "fi\n"
+                      f'exec "{bin_dir}/journalctl-sim" "$@"\n')
         _write_exec(bin_dir / name, script)
     # sudo runs the command as is (the sim has one user); options before the command are skipped.
     _write_exec(bin_dir / "sudo", "#!/bin/bash\n"

@@ -47,6 +47,7 @@ class Args:
     quiet = False
     fields: set[str] | None = None
     cursor_file: str | None = None
+    no_tail = False
 
     def __init__(self) -> None:
         self.units = []
@@ -110,6 +111,7 @@ def parse_args(argv: list[str]) -> Args:
             args.output = v
         elif (v := value(arg, "-n", "--lines")) is not None:
             args.lines = None if v == "all" else int(v.lstrip("+"))
+            args.no_tail = v == "all"
         elif arg == "-n":
             args.lines = 10
         elif (v := value(arg, "-S", "--since")) is not None:
@@ -131,6 +133,8 @@ def parse_args(argv: list[str]) -> Args:
                 pass
         elif (v := value(arg, "", "--output-fields")) is not None:
             args.fields = set(v.split(","))
+        elif arg == "--no-tail":
+            args.no_tail = True
         elif arg in ("-f", "--follow"):
             args.follow = True
         elif arg in ("-k", "--dmesg"):
@@ -205,6 +209,8 @@ def select_start(entries: list[dict[str, str]], args: Args) -> list[dict[str, st
             entries = [e for e in entries if int(e.get("__SEQNUM", "0")) > target
                        or (keep_equal and int(e.get("__SEQNUM", "0")) == target)]
         return entries
+    if args.no_tail:
+        return entries
     if args.lines is not None:
         return entries[-args.lines:] if args.lines > 0 else []
     if args.follow:
@@ -244,12 +250,15 @@ def main(argv: list[str]) -> int:
     except (ValueError, StopIteration) as exc:
         print(f"Failed to parse argument: {exc}", file=sys.stderr)
         return 1
+    if (args.after_cursor or args.cursor) and cursor_seqnum(args.after_cursor or args.cursor or "") is None:
+        print("Failed to seek to cursor: Invalid argument", file=sys.stderr)  # journalctl 252's answer
+        return 1
     path = journal_path(Path(root))
     match = matcher(args)
     target = cursor_seqnum(args.after_cursor or args.cursor or "") if (args.after_cursor or args.cursor) else None
     if target is not None:
         entries, offset = read_backwards(path, lambda es: bool(es) and int(es[0].get("__SEQNUM", "0")) <= target)
-    elif (args.lines is not None or args.follow) and args.since is None and not args.reverse:
+    elif (args.lines is not None or args.follow) and args.since is None and not args.reverse and not args.no_tail:
         want = args.lines if args.lines is not None else 10
         entries, offset = read_backwards(path, lambda es: sum(1 for e in es if match(e)) >= want)
     else:
@@ -263,7 +272,7 @@ def main(argv: list[str]) -> int:
         out.write(render(entry, args))
         last = entry
     if not args.follow:
-        if not shown and not args.quiet and not args.output.startswith("json"):
+        if not shown and not args.quiet and not args.output.startswith("json") and args.output != "cat":
             out.write("-- No entries --")
         if args.show_cursor and last is not None:
             out.write(f"-- cursor: {last['__CURSOR']}")

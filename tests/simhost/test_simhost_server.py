@@ -167,7 +167,7 @@ async def test_tools_nvidia_smi_journalctl_systemctl(healthy_host) -> None:  # t
         await asyncio.sleep(0.05)
     assert len(new) == 1 and new[0].endswith('"GET /health HTTP/1.1" 200 OK')
     rc, out, _ = await sh(host, "journalctl -u sglang --since '-1h' -o cat | wc -l; journalctl -u sglang --since "
-                                "'2001-01-01 00:00:00' --until '2001-01-02' -o cat")
+                                "'2001-01-01 00:00:00' --until '2001-01-02'")
     assert int(out.splitlines()[0]) > 50 and out.splitlines()[1] == "-- No entries --"
     rc, out, _ = await sh(host, "systemctl status sglang.service --no-pager")
     assert rc == 0
@@ -198,7 +198,8 @@ async def test_journalctl_follow_ends_with_its_reader(healthy_host) -> None:  # 
             proc._transport.get_pipe_transport(1).close()  # type: ignore[attr-defined]
         else:
             proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 3) in (0, -signal.SIGPIPE)
+        # it ends: the sim's exits 0 or dies of SIGPIPE; systemd's exits 1 on EPIPE and dies of SIGTERM
+        assert await asyncio.wait_for(proc.wait(), 3) in (0, 1, -signal.SIGPIPE, -signal.SIGTERM)
 
 
 async def test_stop_under_load_runs_into_stop_timeout(healthy_host) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,168 @@
+"""The simulated host's real systemd journal: every entry mirrored into journald's own file format.
+
+When `systemd-journal-remote` is installed (Debian: `apt-get install systemd-journal-remote`), each
+`simhost.journal.JournalWriter` keeps one long-running ``systemd-journal-remote -o DIR/journal/real/
+system.journal -`` and feeds it the journal export format (``KEY=value`` lines, binary-safe
+``KEY\\n<u64 LE length><bytes>\\n`` for values with newlines or control bytes, a blank line after each
+entry). systemd writes the file and assigns the real ``__CURSOR``/seqnum, so the sim's ``journalctl``
+on PATH becomes systemd's own ``/usr/bin/journalctl --directory=DIR/journal/real`` (see
+`simhost.tools.install`): ``-u``, ``-o json``, ``-f``, ``--after-cursor``, ``--cursor-file``, ``-n``,
+``--since``, ``-k`` behave as on a host. The JSON-lines journal (`simhost.journal`) stays the sim's own
+record (``systemctl status`` and the sim tests read it) and is the fallback ``journalctl`` where
+systemd-journal-remote is absent or ``SIMHOST_JOURNAL=python`` is set.
+
+Rotation is journald's: the active file is closed, renamed to the archived name
+``system@<seqnum id>-<head seqnum>-<head realtime>.journal`` (so ``journalctl --vacuum-files`` /
+``--vacuum-size`` can delete it) and a new active file is started. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+REMOTE = Path("/lib/systemd/systemd-journal-remote")
+JOURNALCTL = Path("/usr/bin/journalctl")
+REAL_DIR = "journal/real"
+ACTIVE = "system.journal"
+_KEEP_DUNDER = ("__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP")
+# journal file header (src/libsystemd/sd-journal/journal-def.h): seqnum_id at 72, then u64 fields
+_SEQNUM_ID_OFF, _TAIL_SEQNUM_OFF, _HEAD_SEQNUM_OFF, _HEAD_REALTIME_OFF = 72, 160, 168, 184
+
+
+def backend() -> str:
+    """``journald`` when the real journal is written and read, else ``python`` (the sim's own)."""
+    if os.environ.get("SIMHOST_JOURNAL", "").lower() == "python":
+        return "python"
+    return "journald" if REMOTE.exists() and JOURNALCTL.exists() else "python"
+
+
+def backend_label() -> str:
+    """A human label of the backend (for test headers and ids)."""
+    if backend() == "python":
+        return "python-sim-journalctl"
+    try:
+        out = subprocess.run([str(JOURNALCTL), "--version"], capture_output=True, text=True, timeout=5).stdout
+        version = out.split()[1] if out.split()[:1] == ["systemd"] else "?"
+    except (OSError, subprocess.SubprocessError, IndexError):
+        version = "?"
+    return f"systemd-journalctl-{version}"
+
+
+def real_dir(root: Path) -> Path:
+    return root / REAL_DIR
+
+
+def _valid_field(name: str) -> bool:
+    if not name or len(name) > 64 or name[0].isdigit():
+        return False
+    return all(c.isupper() or c.isdigit() or c == "_" for c in name if c.isascii()) and name.isascii()
+
+
+def export_record(entry: Mapping[str, str]) -> bytes:
+    """One entry in the journal export format (binary form for values that are not one clean line)."""
+    out = bytearray()
+    for key, value in entry.items():
+        if key.startswith("__") and key not in _KEEP_DUNDER:
+            continue
+        if not _valid_field(key):
+            continue
+        raw = value.encode("utf-8", "surrogateescape")
+        if b"\n" in raw or any(b < 32 and b != 9 for b in raw):
+            out += key.encode() + b"\n" + struct.pack("<Q", len(raw)) + raw + b"\n"
+        else:
+            out += key.encode() + b"=" + raw + b"\n"
+    out += b"\n"
+    return bytes(out)
+
+
+def _header(path: Path) -> tuple[str, int, int, int]:
+    """(seqnum id, tail seqnum, head seqnum, head realtime) of a journal file."""
+    with open(path, "rb") as fh:
+        data = fh.read(200)
+    if len(data) < 200:
+        return "", 0, 0, 0
+    seqnum_id = data[_SEQNUM_ID_OFF:_SEQNUM_ID_OFF + 16].hex()
+    tail, head = struct.unpack_from("<QQ", data, _TAIL_SEQNUM_OFF)
+    (head_rt,) = struct.unpack_from("<Q", data, _HEAD_REALTIME_OFF)
+    return seqnum_id, tail, head, head_rt
+
+
+class RealJournal:
+    """One ``systemd-journal-remote`` writing ``DIR/journal/real/system.journal`` from a pipe."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = real_dir(root)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.active = self.dir / ACTIVE
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._written = 0
+        self._base = 0
+        self._start()
+
+    def _start(self) -> None:
+        self._base = _header(self.active)[1] if self.active.exists() else 0
+        self._written = 0
+        self._proc = subprocess.Popen([str(REMOTE), "-o", str(self.active), "--compress=no", "-"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def write(self, entry: Mapping[str, str]) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return
+        proc.stdin.write(export_record(entry))
+        proc.stdin.flush()
+        self._written += 1
+
+    def sync(self, timeout_s: float = 10.0) -> bool:
+        """Wait until systemd wrote every entry sent so far into the active file."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                if _header(self.active)[1] >= self._base + self._written:
+                    return True
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def rotate(self) -> Path | None:
+        """journald's rotation: archive the active file under its journald name, start a new one."""
+        self._stop()
+        archived = None
+        if self.active.exists():
+            seqnum_id, _tail, head, head_rt = _header(self.active)
+            archived = self.dir / f"system@{seqnum_id}-{head:016x}-{head_rt:016x}.journal"
+            os.replace(self.active, archived)
+        self._start()
+        return archived
+
+    def close(self) -> None:
+        self._stop()
+
+
+def remove(root: Path) -> None:
+    """Delete the real journal files of `root` (the sim's ``reset``)."""
+    shutil.rmtree(real_dir(root), ignore_errors=True)
