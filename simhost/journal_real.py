@@ -13,15 +13,15 @@ systemd-journal-remote is absent or ``SIMHOST_JOURNAL=python`` is set.
 
 Rotation is journald's: the active file is closed, renamed to the archived name
 ``system@<seqnum id>-<head seqnum>-<head realtime>.journal`` (so ``journalctl --vacuum-files`` /
-``--vacuum-size`` can delete it) and a new active file is started. Stdlib only.
+``--vacuum-size`` can delete it) and a new active file is started. Stdlib only, and light to import
+(`os.posix_spawn`, no `subprocess`): the sim's Python ``journalctl`` imports this module through
+`simhost.journal` and must start fast.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import struct
-import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,18 +40,6 @@ def backend() -> str:
     if os.environ.get("SIMHOST_JOURNAL", "").lower() == "python":
         return "python"
     return "journald" if REMOTE.exists() and JOURNALCTL.exists() else "python"
-
-
-def backend_label() -> str:
-    """A human label of the backend (for test headers and ids)."""
-    if backend() == "python":
-        return "python-sim-journalctl"
-    try:
-        out = subprocess.run([str(JOURNALCTL), "--version"], capture_output=True, text=True, timeout=5).stdout
-        version = out.split()[1] if out.split()[:1] == ["systemd"] else "?"
-    except (OSError, subprocess.SubprocessError, IndexError):
-        version = "?"
-    return f"systemd-journalctl-{version}"
 
 
 def real_dir(root: Path) -> Path:
@@ -100,7 +88,8 @@ class RealJournal:
         self.dir = real_dir(root)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.active = self.dir / ACTIVE
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._pid: int | None = None
+        self._fd: int | None = None
         self._written = 0
         self._base = 0
         self._start()
@@ -108,16 +97,26 @@ class RealJournal:
     def _start(self) -> None:
         self._base = _header(self.active)[1] if self.active.exists() else 0
         self._written = 0
-        self._proc = subprocess.Popen([str(REMOTE), "-o", str(self.active), "--compress=no", "-"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True)
+        read_end, write_end = os.pipe()
+        os.set_inheritable(read_end, True)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            self._pid = os.posix_spawn(
+                str(REMOTE), [str(REMOTE), "-o", str(self.active), "--compress=no", "-"], dict(os.environ),
+                file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
+                              (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, write_end)],
+                setsid=True)
+        finally:
+            os.close(read_end)
+            os.close(devnull)
+        self._fd = write_end
 
     def write(self, entry: Mapping[str, str]) -> None:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
+        if self._fd is None:
             return
-        proc.stdin.write(export_record(entry))
-        proc.stdin.flush()
+        data = memoryview(export_record(entry))
+        while data:
+            data = data[os.write(self._fd, data):]
         self._written += 1
 
     def sync(self, timeout_s: float = 10.0) -> bool:
@@ -134,19 +133,19 @@ class RealJournal:
             time.sleep(0.005)
 
     def _stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
+        """Close the pipe: systemd-journal-remote writes what it has, closes the file and exits."""
+        fd, pid, self._fd, self._pid = self._fd, self._pid, None, None
+        if fd is not None:
+            os.close(fd)
+        if pid is None:
             return
-        if proc.stdin is not None:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        deadline = time.monotonic() + 30
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                return
+            time.sleep(0.005)
 
     def rotate(self) -> Path | None:
         """journald's rotation: archive the active file under its journald name, start a new one."""
@@ -161,8 +160,3 @@ class RealJournal:
 
     def close(self) -> None:
         self._stop()
-
-
-def remove(root: Path) -> None:
-    """Delete the real journal files of `root` (the sim's ``reset``)."""
-    shutil.rmtree(real_dir(root), ignore_errors=True)
