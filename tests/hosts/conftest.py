@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hosts_testutil import journal_backend_label
 
 from services.hosts.contract import HostSpec
 from services.hosts.ssh import SshHost
@@ -35,6 +36,11 @@ done
 printf '%s\\n' "$1" >> "$PITCREW_TEST_SUDO_LOG"
 exec "$@"
 """
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (f"simulated host's journal: {journal_backend_label()} "
+            "(SIMHOST_JOURNAL=python forces the sim's own journalctl)")
 
 
 @dataclass

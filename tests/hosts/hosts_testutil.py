@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+from functools import cache
 from pathlib import Path
+
+from simhost.journal_real import JOURNALCTL, backend
 
 
 def proc_alive(pid: int) -> bool:
@@ -40,3 +44,17 @@ async def wait_for_file(path: Path, within: float = 5.0) -> str:
             return text
         await asyncio.sleep(0.02)
     raise AssertionError(f"{path} never appeared")
+
+
+@cache
+def journal_backend_label() -> str:
+    """Which `journalctl` the simulated host serves: systemd's own (with its version) reading the real
+    journal written by systemd-journal-remote, or the sim's Python one (the fallback)."""
+    if backend() == "python":
+        return "journal=python-sim"
+    try:
+        words = subprocess.run([str(JOURNALCTL), "--version"], capture_output=True, text=True,
+                               timeout=10).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        words = []
+    return f"journal=systemd-{words[1] if len(words) > 1 else '?'}"

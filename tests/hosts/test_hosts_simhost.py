@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from hosts_testutil import read, wait_dead
+from hosts_testutil import journal_backend_label, read, wait_dead
 
 from services.hosts.contract import HostSpec
 from services.hosts.ssh import SshHost
 from simhost.openssh import sshd_path, start_openssh_server
 
 
-@pytest.fixture(params=["sim", "sshd"])
+@pytest.fixture(params=["sim", "sshd"], ids=[f"sim-{journal_backend_label()}", f"sshd-{journal_backend_label()}"])
 async def sim_host(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SshHost]:
     if request.param == "sshd" and sshd_path() is None:
         pytest.skip("OpenSSH sshd is not installed (/usr/sbin/sshd): the real-sshd half is skipped")
@@ -46,6 +46,15 @@ async def sim_host(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
             await host.close()
             if server is not None:
                 await server.close()
+
+
+async def test_journalctl_on_the_host_is_the_backend_under_test(sim_host):
+    out = (await sim_host.run(["journalctl", "--version"], timeout=10)).stdout
+    if journal_backend_label().startswith("journal=systemd-"):
+        assert out.split()[:2] == ["systemd", journal_backend_label().split("-", 1)[1]], out
+        lines = (await sim_host.run(["journalctl", "-u", sim_host.spec.unit, "-o", "json", "-n", "1", "--no-pager"],
+                                    timeout=10)).stdout.splitlines()
+        assert len(lines) == 1 and json.loads(lines[0])["__CURSOR"].startswith("s=")
 
 
 async def test_the_bot_s_host_calls_work_against_the_simulated_host(sim_host, tmp_path):
