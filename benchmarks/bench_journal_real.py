@@ -115,8 +115,10 @@ async def run(entries: int, cuts: int, rotations: int, rate: float) -> int:
             server.terminate()
             await server.wait()
             await db.close()
-        truth_out = subprocess.run([str(JOURNALCTL), f"--directory={real_dir(root)}", "-u", UNIT, "-o", "json"],
-                                   capture_output=True, text=True, timeout=300, check=True).stdout
+        listing = await asyncio.to_thread(
+            subprocess.run, [str(JOURNALCTL), f"--directory={real_dir(root)}", "-u", UNIT, "-o", "json"],
+            capture_output=True, text=True, timeout=300, check=True)
+        truth_out = listing.stdout
         truth = [json.loads(line)["__CURSOR"] for line in truth_out.splitlines()]
         files = sorted(p.name for p in real_dir(root).glob("*.journal"))
     got = [e.cursor for e in handled]
