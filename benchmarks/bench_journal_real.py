@@ -2,7 +2,7 @@
 
 The simulated host's journal is written by systemd-journal-remote (`simhost.journal_real`) and read by
 systemd's `/usr/bin/journalctl` over the sim's SSH server (in a child process). A flood process appends
-COUNT entries of the unit (`simhost.journal_flood --rotate-every`, journald's rotation: the active file
+COUNT entries of the unit (`support.journal_flood --rotate-every`, journald's rotation: the active file
 is archived under its journald name and a new one started) while the bot's `JournalFollower` reads them;
 the SSH server drops every connection CUTS times, spread over the read. Ground truth is systemd's own
 listing of the files afterwards (`journalctl --directory DIR -u UNIT -o json`): the handled entries must
@@ -26,12 +26,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test doubles in tests/support
 
-from services.db import Database  # noqa: E402
+from support.truth_launch import child_env  # noqa: E402
+
 from services.hosts import HostSpec  # noqa: E402
-from services.journal import JournalFollower  # noqa: E402
-from services.journal_format import JournalEntry  # noqa: E402
-from services.ssh_host import SshHost  # noqa: E402
+from services.hosts.ssh import SshHost  # noqa: E402
+from services.journal import JournalEntry  # noqa: E402
+from services.journal.follower import JournalFollower  # noqa: E402
+from services.store import Database  # noqa: E402
 from simhost.journal_real import JOURNALCTL, backend, real_dir  # noqa: E402
 from simhost.tools.install import install_tools  # noqa: E402
 
@@ -91,11 +94,12 @@ async def run(entries: int, cuts: int, rotations: int, rate: float) -> int:
                 await asyncio.sleep(0.02)
             await asyncio.sleep(0.5)
             started = time.monotonic()
-            argv = [sys.executable, "-m", "simhost.journal_flood", str(root), UNIT, str(entries),
+            argv = [sys.executable, "-m", "support.journal_flood", str(root), UNIT, str(entries),
                     "--rotate-every", str(entries // (rotations + 1) + 1)]
             if rate > 0:
                 argv += ["--rate", str(rate)]
-            flood = await asyncio.create_subprocess_exec(*argv, cwd=str(ROOT), stdout=asyncio.subprocess.PIPE)
+            flood = await asyncio.create_subprocess_exec(*argv, cwd=str(ROOT), stdout=asyncio.subprocess.PIPE,
+                                                         env=child_env())
             for n in range(cuts):
                 mark = (n + 1) * entries // (cuts + 1)
                 while len(handled) <= mark:
