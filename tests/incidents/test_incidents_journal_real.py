@@ -28,8 +28,9 @@ from services.store import AuditLog, Database, JournalCursor, utcnow
 from simhost.journal import COREDUMP_MESSAGE_ID, JournalWriter
 from simhost.journal_real import JOURNALCTL, backend, real_dir
 
-pytestmark = pytest.mark.skipif(backend() != "journald",
-                                reason="no real journal: systemd-journal-remote is not installed (or SIMHOST_JOURNAL=python)")
+pytestmark = pytest.mark.skipif(
+    backend() != "journald",
+    reason="no real journal: systemd-journal-remote is not installed (or SIMHOST_JOURNAL=python)")
 
 
 async def wait_for(cond: Callable[[], bool], limit_s: float, what: str | Callable[[], str]) -> None:
