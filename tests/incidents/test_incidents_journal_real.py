@@ -293,6 +293,7 @@ async def test_unit_matching_is_systemds_own(journal_host: JournalHost) -> None:
                                           f"Suppressed 3 messages from {UNIT}", "Process 7 (python3) dumped core."]
 
 
+@pytest.mark.slow
 async def test_small_flood_with_cuts_and_rotations_is_handled_exactly_once(tmp_path: Path,
                                                                            sqlite_db: Database) -> None:
     """The acceptance run in small (the full one: `benchmarks/bench_journal_real.py`): 10,000 entries,
