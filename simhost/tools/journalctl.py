@@ -2,6 +2,9 @@
 `-n N`, `-f`, `--since`/`--until`, `--after-cursor`, `--cursor`, `--cursor-file`, `--show-cursor`, `-a/--all`,
 `--output-fields`, `-r`, `-q`, `--no-pager` (and other display flags, accepted and ignored).
 
+`-f` and `-k` imply `-b` (the current boot only) unless `-m/--merge` is given, as systemd's do (journalctl.c);
+`--no-tail` / `-n all` print every matching entry.
+
 `-f` follows the file (polls it every 50 ms) and exits when its stdout is closed (SIGPIPE/EPIPE,
 or POLLERR on the pipe while idle) or on SIGHUP/SIGTERM/SIGINT, as journalctl does under an SSH
 channel that closes. `-f` without a cursor starts with the last 10 entries.
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from simhost.journal import (
+    IDS_FILE,
     cursor_seqnum,
     journal_path,
     read_backwards,
@@ -48,6 +52,8 @@ class Args:
     fields: set[str] | None = None
     cursor_file: str | None = None
     no_tail = False
+    merge = False
+    boot: str | None = None
 
     def __init__(self) -> None:
         self.units = []
@@ -133,6 +139,8 @@ def parse_args(argv: list[str]) -> Args:
                 pass
         elif (v := value(arg, "", "--output-fields")) is not None:
             args.fields = set(v.split(","))
+        elif arg in ("-m", "--merge"):
+            args.merge = True
         elif arg == "--no-tail":
             args.no_tail = True
         elif arg in ("-f", "--follow"):
@@ -178,12 +186,23 @@ def matcher(args: Args) -> Callable[[dict[str, str]], bool]:
             return False
         if args.units and not any(unit_matches(entry, u) for u in args.units):
             return False
+        if args.boot is not None and entry.get("_BOOT_ID") != args.boot:
+            return False
         real = int(entry.get("__REALTIME_TIMESTAMP", "0"))
         if args.since is not None and real < args.since:
             return False
         return not (args.until is not None and real > args.until)
 
     return match
+
+
+def current_boot(root: Path) -> str | None:
+    """The simulated host's current boot id (what `-b` means on the host itself)."""
+    try:
+        boot = json.loads((root / IDS_FILE).read_text()).get("boot_id")
+    except (OSError, ValueError):
+        return None
+    return boot if isinstance(boot, str) else None
 
 
 def render(entry: dict[str, str], args: Args) -> str:
@@ -254,6 +273,8 @@ def main(argv: list[str]) -> int:
         print("Failed to seek to cursor: Invalid argument", file=sys.stderr)  # journalctl 252's answer
         return 1
     path = journal_path(Path(root))
+    if (args.follow or args.kernel) and not args.merge:
+        args.boot = current_boot(Path(root))
     match = matcher(args)
     target = cursor_seqnum(args.after_cursor or args.cursor or "") if (args.after_cursor or args.cursor) else None
     if target is not None:

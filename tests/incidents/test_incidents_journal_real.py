@@ -1,7 +1,8 @@
 """The journal follower against systemd's own `journalctl` reading a real journal (written by
 systemd-journal-remote, `simhost.journal_real`): rotation, vacuum, reboot, wrong cursors, a wall clock
-jumping back, journald's rate limiting. Skipped (with the reason shown) where systemd-journal-remote is
-not installed."""
+jumping back, journald's rate limiting. Where systemd-journal-remote is not installed (or
+``SIMHOST_JOURNAL=python``) the cases that need journal files (rotation, vacuum) are skipped with the reason
+shown and the others run against the sim's Python `journalctl`, which must agree with systemd's."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from services.store import AuditLog, Database, JournalCursor, utcnow
 from simhost.journal import COREDUMP_MESSAGE_ID, JournalWriter
 from simhost.journal_real import JOURNALCTL, backend, real_dir
 
-pytestmark = pytest.mark.skipif(
+real_only = pytest.mark.skipif(
     backend() != "journald",
     reason="no real journal: systemd-journal-remote is not installed (or SIMHOST_JOURNAL=python)")
 
@@ -97,6 +98,7 @@ def archived(jh: JournalHost) -> list[Path]:
     return sorted(real_dir(jh.root).glob("system@*.journal"))
 
 
+@real_only
 async def test_rotation_while_following_loses_nothing_and_repeats_nothing(
         journal_host: JournalHost, sqlite_db: Database) -> None:
     seen = Seen(sqlite_db)
@@ -118,6 +120,7 @@ async def test_rotation_while_following_loses_nothing_and_repeats_nothing(
     assert seen.of(JournalGap) == [] and seen.of(HostRebooted) == []
 
 
+@real_only
 async def test_vacuum_while_stopped_resumes_at_the_oldest_entry_and_names_the_gap_once(
         journal_host: JournalHost, sqlite_db: Database) -> None:
     writer = journal_host.writer
@@ -293,6 +296,7 @@ async def test_unit_matching_is_systemds_own(journal_host: JournalHost) -> None:
                                           f"Suppressed 3 messages from {UNIT}", "Process 7 (python3) dumped core."]
 
 
+@real_only
 @pytest.mark.slow
 async def test_small_flood_with_cuts_and_rotations_is_handled_exactly_once(tmp_path: Path,
                                                                            sqlite_db: Database) -> None:
