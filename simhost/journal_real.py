@@ -13,16 +13,20 @@ systemd-journal-remote is absent or ``SIMHOST_JOURNAL=python`` is set.
 
 Rotation is journald's: the active file is closed, renamed to the archived name
 ``system@<seqnum id>-<head seqnum>-<head realtime>.journal`` (so ``journalctl --vacuum-files`` /
-``--vacuum-size`` can delete it) and a new active file is started. Stdlib only, and light to import
-(`os.posix_spawn`, no `subprocess`): the sim's Python ``journalctl`` imports this module through
-`simhost.journal` and must start fast.
+``--vacuum-size`` can delete it) and a new active file is started. Entries go to the pipe from a
+thread, so a slow systemd-journal-remote never blocks the simulated host's event loop (a blocking
+write there delayed the reading of the service's stdout and reordered its lines against systemd's).
+Stdlib only, and light to import (`os.posix_spawn`, no `subprocess`): the sim's Python ``journalctl``
+imports this module through `simhost.journal` and must start fast.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -92,7 +96,14 @@ class RealJournal:
         self._fd: int | None = None
         self._written = 0
         self._base = 0
+        self._pending: deque[bytes] = deque()
+        self._queued = 0
+        self._sent = 0
+        self._closing = False
+        self._cond = threading.Condition()
         self._start()
+        self._pump_thread = threading.Thread(target=self._pump, name="journal-remote-pipe", daemon=True)
+        self._pump_thread.start()
 
     def _start(self) -> None:
         self._base = _header(self.active)[1] if self.active.exists() else 0
@@ -109,19 +120,48 @@ class RealJournal:
         finally:
             os.close(read_end)
             os.close(devnull)
-        self._fd = write_end
+        with self._cond:
+            self._fd = write_end
 
     def write(self, entry: Mapping[str, str]) -> None:
-        if self._fd is None:
-            return
-        data = memoryview(export_record(entry))
-        while data:
-            data = data[os.write(self._fd, data):]
-        self._written += 1
+        """Queue one entry for the pipe (never blocks on systemd-journal-remote)."""
+        data = export_record(entry)
+        with self._cond:
+            self._pending.append(data)
+            self._queued += 1
+            self._written += 1
+            self._cond.notify_all()
+
+    def _pump(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closing:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                count = len(self._pending)
+                data = memoryview(b"".join(self._pending))
+                self._pending.clear()
+                fd = self._fd
+            try:
+                while data and fd is not None:
+                    data = data[os.write(fd, data):]
+            except OSError:
+                pass  # systemd-journal-remote is gone: what it did not take is lost, as with a dead journald
+            with self._cond:
+                self._sent += count
+                self._cond.notify_all()
+
+    def _drain(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every queued entry is in the pipe."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._sent >= self._queued, timeout_s)
 
     def sync(self, timeout_s: float = 10.0) -> bool:
         """Wait until systemd wrote every entry sent so far into the active file."""
         deadline = time.monotonic() + timeout_s
+        if not self._drain(timeout_s):
+            return False
         while True:
             try:
                 if _header(self.active)[1] >= self._base + self._written:
@@ -134,7 +174,9 @@ class RealJournal:
 
     def _stop(self) -> None:
         """Close the pipe: systemd-journal-remote writes what it has, closes the file and exits."""
-        fd, pid, self._fd, self._pid = self._fd, self._pid, None, None
+        self._drain()
+        with self._cond:
+            fd, pid, self._fd, self._pid = self._fd, self._pid, None, None
         if fd is not None:
             os.close(fd)
         if pid is None:
@@ -160,3 +202,7 @@ class RealJournal:
 
     def close(self) -> None:
         self._stop()
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._pump_thread.join(timeout=30)
