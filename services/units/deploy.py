@@ -181,8 +181,11 @@ class UnitOps:
         """Start the unit; follow its journal until ready or failed; then prove it serves."""
         t0 = time.monotonic()
         cursor = await self.cursor_now()
-        argv = ["journalctl", "-u", self.unit, "-o", "json", "-f", "--no-pager"]
-        argv += ["--after-cursor", cursor] if cursor else ["-n", "0"]
+        # `-f` implies `-n 10` even after a cursor, and `-f -n 0` on an empty journal keeps only the end of the first
+        # burst (systemd 252's journalctl, see docs/RELIABILITY.md): `--no-tail` from the cursor, or from the start of
+        # a unit that has no entries yet.
+        argv = ["journalctl", "-u", self.unit, "-o", "json", "-f", "--no-pager", "--no-tail"]
+        argv += ["--after-cursor", cursor] if cursor else []
         entries: list[JournalEntry] = []
         events: list[SystemdEvent] = []
         capacity: Capacity | None = None
