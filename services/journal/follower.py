@@ -53,7 +53,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -79,6 +78,7 @@ from services.journal.types import (
     cursor_realtime_us,
     parse_show,
 )
+from services.retry import Backoff
 from services.store import Database, JournalCursor, Lease, utcnow
 
 __all__ = ["STATE_PROPERTIES", "CursorSink", "FollowerStatus", "HostContactLost", "HostContactRestored",
@@ -133,8 +133,7 @@ class JournalFollower:
         self._lease_name = lease_name
         self.flush_interval_s = flush_interval_s
         self.initial_tail = max(0, int(initial_tail))
-        self.backoff_initial_s = backoff_initial_s
-        self.backoff_max_s = backoff_max_s
+        self.backoff = Backoff(initial_s=backoff_initial_s, max_s=backoff_max_s)
         self.lost_after_s = lost_after_s
         self.command_timeout_s = command_timeout_s
         self._cursor: str | None = None
@@ -210,7 +209,7 @@ class JournalFollower:
                     break
                 attempt = 0 if healthy else attempt + 1
                 self._n.reconnects += 1
-                delay = random.uniform(0, min(self.backoff_max_s, self.backoff_initial_s * 2 ** attempt))
+                delay = self.backoff.delay(attempt)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
         finally:

@@ -4,6 +4,7 @@ source tree — as in the Docker image or after `pip install .`."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,8 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_wheel_carries_migrations_and_migrates_from_outside_the_tree(tmp_path: Path) -> None:
+    src = tmp_path / "src"  # build from a copy: setuptools writes build/ next to the sources
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "tests",
+                                                              "__pycache__", ".*_cache", "pitcrew-demo"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                            "-w", str(tmp_path / "dist"), str(ROOT)], capture_output=True, text=True, timeout=300)
+                            "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     wheel = next((tmp_path / "dist").glob("pitcrew-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
