@@ -28,7 +28,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -44,6 +44,16 @@ from services.errors import HostError, NotFound
 from services.events import EventBus
 from services.hosts import Host
 from services.incidents.store import NOT_A_CRASH, IncidentStore
+from services.incidents.tracking import (
+    Notice,
+    Track,
+    describe_action,
+    duration_s,
+    format_line,
+    gaps_text,
+    is_failure,
+    revision_of,
+)
 from services.incidents.types import (
     AutoRollbackRequested,
     IncidentAcknowledged,
@@ -55,78 +65,14 @@ from services.incidents.types import (
     IncidentUnmuted,
     IncidentUpdated,
 )
-from services.journal import JournalEntry, SystemdEvent, classify, parse_entry
+from services.journal import JournalEntry, JournalGap, SystemdEvent, classify, parse_entry
 from services.redact import redact
 from services.store import AuditActor, AuditLog, AuditQuery, AuditRecord, Database, utcnow
 
 log = logging.getLogger("pitcrew.incidents")
 
-_FAILURE_KINDS = frozenset({"failed_result", "failed_to_start", "start_limit_hit", "oom_kill", "main_exited",
-                            "scheduled_restart"})
 OWN_ACTIONS = ("stop", "restart", "kill")
 HostLookup = Callable[[str], Host]
-
-
-def _is_failure(ev: SystemdEvent) -> bool:
-    if ev.kind not in _FAILURE_KINDS:
-        return False
-    if ev.kind == "main_exited":
-        return not ev.clean_exit
-    return not (ev.kind == "failed_result" and ev.result == "success")
-
-
-class _Bounded:
-    """An insertion-ordered set that forgets its oldest members."""
-
-    def __init__(self, size: int = 256) -> None:
-        self._d: dict[str, None] = {}
-        self._size = size
-
-    def add(self, key: str) -> None:
-        self._d[key] = None
-        if len(self._d) > self._size:
-            del self._d[next(iter(self._d))]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._d
-
-    def items(self) -> list[str]:
-        return list(self._d)
-
-
-@dataclass
-class _Track:
-    lines: deque[JournalEntry]
-    events: deque[SystemdEvent] = field(default_factory=lambda: deque(maxlen=1000))
-    stopping: _Bounded = field(default_factory=_Bounded)
-    expected: _Bounded = field(default_factory=_Bounded)
-    handled: _Bounded = field(default_factory=_Bounded)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    counter: int = 0
-
-
-@dataclass(frozen=True)
-class _Notice:
-    kind: str
-    until: datetime
-
-
-def describe_action(rec: AuditRecord) -> str:
-    """A short text of an audit event's detail (for the diagnosis and the resolution message)."""
-    d = rec.detail
-    for key in ("summary", "change", "description", "text"):
-        if isinstance(d.get(key), str) and d[key]:
-            return str(d[key])[:200]
-    parts = [f"{k}={v}" for k, v in d.items() if isinstance(v, str | int | float | bool)]
-    return ", ".join(parts)[:200]
-
-
-def revision_of(rec: AuditRecord) -> str | None:
-    for key in ("revision", "to_revision", "revision_id", "revision_after_id", "rev"):
-        v = rec.detail.get(key)
-        if isinstance(v, int | str) and str(v):
-            return str(v)
-    return None
 
 
 class IncidentMonitor:
@@ -140,9 +86,10 @@ class IncidentMonitor:
         self.audit = audit or AuditLog(db)
         self.store = IncidentStore(db, self.audit)
         self._hosts = hosts
-        self._tracks: dict[tuple[str, str], _Track] = {}
-        self._notices: dict[str, list[_Notice]] = {}
+        self._tracks: dict[tuple[str, str], Track] = {}
+        self._notices: dict[str, list[Notice]] = {}
         self._resolving: set[int] = set()
+        bus.subscribe(JournalGap, self.on_gap)
 
     # -- feeding ----------------------------------------------------------------------------------
 
@@ -152,11 +99,17 @@ class IncidentMonitor:
             await self.on_entry(host, unit, entry)
         return on_entry
 
-    def _track(self, host: str, unit: str) -> _Track:
+    async def on_gap(self, gap: JournalGap) -> None:
+        """A stretch of the unit's journal that could not be read: a diagnosis over it is marked partial."""
+        gaps = self._track(gap.host, gap.unit).gaps
+        gaps.append(gap)
+        del gaps[:-20]
+
+    def _track(self, host: str, unit: str) -> Track:
         key = (host, unit)
         track = self._tracks.get(key)
         if track is None:
-            track = self._tracks[key] = _Track(deque(maxlen=self.policy.lines_kept))
+            track = self._tracks[key] = Track(deque(maxlen=self.policy.lines_kept))
         return track
 
     async def on_entry(self, host: str, unit: str, entry: JournalEntry) -> None:
@@ -170,7 +123,7 @@ class IncidentMonitor:
             track.counter = ev.restart_counter
         if ev.kind == "stopping" and ev.invocation_id:
             track.stopping.add(ev.invocation_id)
-        if not _is_failure(ev):
+        if not is_failure(ev):
             return
         inv = ev.invocation_id or f"t{ev.realtime_us // 10_000_000}"
         if inv in track.handled:
@@ -184,14 +137,14 @@ class IncidentMonitor:
         when = until if isinstance(until, datetime) else datetime.now(UTC) + timedelta(seconds=until)
         now = datetime.now(UTC)
         notices = [n for n in self._notices.get(host, []) if n.until > now]
-        notices.append(_Notice(kind, when))
+        notices.append(Notice(kind, when))
         self._notices[host] = notices
 
     def clear_expected(self, host: str) -> None:
         """pitcrew's own action on `host` is over: failures from now on are the server's own."""
         self._notices.pop(host, None)
 
-    async def _expected_reason(self, host: str, inv: str, track: _Track, ev: SystemdEvent) -> str | None:
+    async def _expected_reason(self, host: str, inv: str, track: Track, ev: SystemdEvent) -> str | None:
         if inv in track.stopping:
             return "a stop or restart job"
         at = datetime.fromtimestamp(ev.realtime_us / 1e6, UTC) if ev.realtime_us else datetime.now(UTC)
@@ -206,7 +159,7 @@ class IncidentMonitor:
 
     # -- loops --------------------------------------------------------------------------------------
 
-    async def _on_failure(self, host: str, unit: str, track: _Track, ev: SystemdEvent, inv: str) -> None:
+    async def _on_failure(self, host: str, unit: str, track: Track, ev: SystemdEvent, inv: str) -> None:
         reason = await self._expected_reason(host, inv, track, ev)
         if reason is not None:
             track.expected.add(inv)
@@ -223,7 +176,7 @@ class IncidentMonitor:
             return
         await self._declare(host, unit, track, ev, inv, loop.failures, loop.first_failure_us)
 
-    async def _update(self, host: str, unit: str, track: _Track, ev: SystemdEvent, inv: str,
+    async def _update(self, host: str, unit: str, track: Track, ev: SystemdEvent, inv: str,
                       active: list[IncidentInfo]) -> bool:
         """Count a failure against the active incident of the same configuration (no new diagnosis:
         the cause of a loop does not flap between restarts); False when the configuration changed."""
@@ -246,7 +199,7 @@ class IncidentMonitor:
             return None
         return res.stdout if res.ok else None
 
-    async def _declare(self, host: str, unit: str, track: _Track, ev: SystemdEvent, inv: str,
+    async def _declare(self, host: str, unit: str, track: Track, ev: SystemdEvent, inv: str,
                        failures: int, first_failure_us: int | None) -> None:
         try:
             host_obj: Host | None = self._hosts(host)
@@ -265,6 +218,9 @@ class IncidentMonitor:
         side = SideEvidence.from_json({**usable, "actions": actions})
         diag = diagnose(list(track.lines), side, unit=unit, loop_threshold=self.policy.threshold,
                         loop_window_s=self.policy.window_s)
+        partial = gaps_text(track.gaps, since)
+        if partial:
+            diag = replace(diag, summary=diag.summary + partial)
         if diag.cause in NOT_A_CRASH:
             log.info("%s %s: restarts seen, but the diagnosis is %s: no incident", host, unit, diag.cause)
             return
@@ -275,7 +231,7 @@ class IncidentMonitor:
                                               config_hash=config_hash(evidence.get("unit_file")),
                                               invocation=inv, line=ev.message, restarts=restarts)
         for old in rec.superseded:
-            await self.bus.publish(IncidentResolved(old, _duration(old), old.resolution))
+            await self.bus.publish(IncidentResolved(old, duration_s(old), old.resolution))
         if rec.outcome == "opened":
             log.warning("%s %s: restart loop, incident #%d (%s)", host, unit, rec.incident.id, diag.cause)
             await self.bus.publish(IncidentOpened(rec.incident))
@@ -336,7 +292,7 @@ class IncidentMonitor:
         fixed_by = await self._fixed_by(info)
         done = await self.store.resolve(info.id, fixed_by)
         if done is not None:
-            await self.bus.publish(IncidentResolved(done, _duration(done), fixed_by))
+            await self.bus.publish(IncidentResolved(done, duration_s(done), fixed_by))
 
     async def _fixed_by(self, info: IncidentInfo) -> str:
         recs = await self.audit.query(AuditQuery(host=info.host, since=info.opened_at - timedelta(seconds=1),
@@ -400,13 +356,3 @@ class IncidentMonitor:
     def tracked(self) -> Mapping[tuple[str, str], int]:
         """(host, unit) → lines kept (for status)."""
         return {k: len(t.lines) for k, t in self._tracks.items()}
-
-
-def _duration(info: IncidentInfo) -> float:
-    end = info.resolved_at or utcnow()
-    return max(0.0, (end - info.opened_at).total_seconds())
-
-
-def format_line(e: JournalEntry) -> str:
-    at = datetime.fromtimestamp(e.realtime_us / 1e6, UTC).strftime("%H:%M:%S") if e.realtime_us else "--:--:--"
-    return f"{at} {redact(e.message)}"

@@ -15,6 +15,7 @@ from services.events import EventBus
 from services.hosts.contract import Host
 from services.incidents.monitor import IncidentMonitor
 from services.incidents.types import IncidentOpened, IncidentPolicy, IncidentUpdated
+from services.journal import JournalGap
 from services.journal.entries import JournalEntry, entry_from_obj
 from services.store.audit import AuditActor, AuditLog, AuditQuery
 from services.store.db import Database
@@ -170,3 +171,28 @@ async def test_alert_message_has_cause_evidence_restarts_and_buttons(db: Databas
     assert [b.label for b in reply.buttons] == ["Roll back", "Mute 1 h", "Show logs", "Acknowledge"]
     assert [b.command for b in reply.buttons] == [
         f"rollback {HOST}", f"mute {info.id} 60", f"logs incident {info.id}", f"ack {info.id}"]
+
+
+async def test_a_journal_gap_before_the_loop_makes_the_diagnosis_partial(db: Database) -> None:
+    """Issue 14: entries vacuumed while pitcrew was not reading: the alert says its diagnosis is partial."""
+    bus = EventBus()
+    got = collect(bus)
+    m = monitor(db, bus)
+    now = datetime.now(UTC)
+    await bus.publish(JournalGap(HOST, UNIT, now - timedelta(minutes=12), now - timedelta(minutes=2), "vacuumed"))
+    await feed(m, failed_start("g1", 1) + failed_start("g2", 2))
+    opened = [e for e in got if isinstance(e, IncidentOpened)]
+    assert len(opened) == 1
+    assert "Partial: the journal could not be read" in opened[0].incident.summary
+    assert "(vacuumed)" in opened[0].incident.summary
+
+
+async def test_an_old_gap_does_not_mark_a_new_loop_partial(db: Database) -> None:
+    bus = EventBus()
+    got = collect(bus)
+    m = monitor(db, bus)
+    long_ago = datetime.now(UTC) - timedelta(days=2)
+    await bus.publish(JournalGap(HOST, UNIT, long_ago - timedelta(minutes=10), long_ago, "rate-limited", 500))
+    await feed(m, failed_start("h1", 1) + failed_start("h2", 2))
+    opened = [e for e in got if isinstance(e, IncidentOpened)]
+    assert len(opened) == 1 and "Partial" not in opened[0].incident.summary
