@@ -28,7 +28,7 @@ from simhost import control, gpu, procs, simstate
 from simhost.journal import JournalWriter
 from simhost.scenarios import FAULTS, SCENARIOS, unit_text
 from simhost.supervisor import JobFailed, Supervisor
-from simhost.tools.install import install_tools
+from simhost.tools.install import install_sglang_shim, install_tools
 
 UNIT = "sglang.service"
 MODEL = "Qwen3.5-122B-A10B"
@@ -118,7 +118,8 @@ class SimHost:
         if self._want_ssh:
             from simhost.ssh import start_ssh_server
 
-            self._ssh = await start_ssh_server(root, env={"SIMHOST_DIR": str(root), "LANG": "C.UTF-8"},
+            self._ssh = await start_ssh_server(root, env={"SIMHOST_DIR": str(root), "LANG": "C.UTF-8",
+                                                                    "PYTHONPATH": str(root / "lib" / "python")},
                                                path_prefix=[root / "bin"], port=self.ssh_port)
             ssh_host, ssh_port, user = self._ssh.host, self._ssh.port, self._ssh.user
             client_key, known_hosts = str(self._ssh.client_key), str(self._ssh.known_hosts)
@@ -152,6 +153,7 @@ class SimHost:
         if not self.unit_path.exists() or not old:
             self.unit_path.write_text(unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port))
         install_tools(root / "bin")
+        install_sglang_shim(root / "lib" / "python")
         gpu.write_shape(root, self.gpus, self.gpu_memory_mib)
         simstate.update(root, residual_gib=0.0, slow_load=False)
 

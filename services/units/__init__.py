@@ -5,7 +5,9 @@ The names below are the package's public API: other packages import only these."
 
 from services.units.deploy import ReadyReport, StartFailed, UnitOps
 from services.units.editor import get_flag, read_exec_start, rewrite_exec_start
+from services.units.engine_cli import EngineCli, EngineOption, FlagProblem, check_argv, engine_of, parse_help
 from services.units.revisions import Revision, Revisions
+from services.units.service_env import service_environment, service_user
 from services.units.sglang_flags import (
     FLAGS,
     FlagDef,
@@ -21,21 +23,29 @@ from services.units.sglang_flags import (
 
 __all__ = [
     "FLAGS",
+    "EngineCli",
+    "EngineOption",
     "FlagDef",
     "FlagPlan",
+    "FlagProblem",
     "ReadyReport",
     "Revision",
     "Revisions",
     "StartFailed",
     "UnitOps",
     "apply_changes",
+    "check_argv",
     "check_plain",
+    "engine_of",
     "flag_help_lines",
     "format_change",
     "get_flag",
     "lookup_flag",
+    "parse_help",
     "parse_value",
     "read_exec_start",
     "resolve_flag",
     "rewrite_exec_start",
+    "service_environment",
+    "service_user",
 ]

@@ -1,8 +1,8 @@
 """SGLang 0.5.9's command line for the fake server: flag names, defaults and adjustments.
 
-A subset of `ServerArgs.add_cli_args` (the flags a unit for this model uses, plus the common ones)
-with real CPython argparse, `prog="launch_server.py"` (what `python3 -m sglang.launch_server`
-shows), so a bad flag or value fails with argparse's own text and exit status 2. Then
+`ServerArgs.add_cli_args` of 0.5.9 built from the flag table `flags_059` (all 331 options, with their types,
+choices, nargs and defaults) with real CPython argparse, `prog="launch_server.py"` (what
+`python3 -m sglang.launch_server` shows), so a bad flag or value fails with argparse's own text and exit status 2. Then
 `ServerArgs.__post_init__`'s speculative adjustments (`sglang/srt/server_args.py` 0.5.9
 `_handle_speculative_decoding`) with their bare warning lines (printed before logging is set up).
 """
@@ -10,77 +10,65 @@ shows), so a bad flag or value fails with argparse's own text and exit status 2.
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from dataclasses import dataclass
+from typing import Any
+
+from simhost.sglang.flags_059 import FLAGS_059
 
 SPEC_ALGOS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
 AUTO_MEM_FRACTION = 0.86
 
 
+_TYPES = {"int": int, "float": float, "str": str, "json": json.loads}
+# the sim reads the tensor parallel size as `ns.tp_size` (0.5.9's dest is `tensor_parallel_size`, mapped in
+# `ServerArgs.from_cli_args`); the metavar keeps `--help` as 0.5.9 prints it
+_DEST = {"--tensor-parallel-size": "tp_size"}
+
+
+class _Deprecated(argparse.Action):
+    """0.5.9's `DeprecatedAction`: no value, a warning."""
+
+    def __init__(self, option_strings: list[str], dest: str, nargs: int = 0, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=nargs, **kw)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"The command line argument '{option_string}' is deprecated and will be removed in future versions.",
+              file=sys.stderr)
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    """`ServerArgs.add_cli_args` of 0.5.9: every flag of `flags_059.FLAGS_059`."""
+    for f in FLAGS_059:
+        kw: dict[str, Any] = {}
+        dest = f.dest or _DEST.get(f.names[0])
+        if dest:
+            kw["dest"] = dest
+            kw["metavar"] = None if f.kind in ("switch", "deprecated") else f.names[0][2:].replace("-", "_").upper()
+        if f.kind == "switch":
+            kw["action"] = "store_true"
+            kw.pop("metavar", None)
+        elif f.kind == "deprecated":
+            kw["action"] = _Deprecated
+            kw.pop("metavar", None)
+        else:
+            kw["type"] = _TYPES[f.kind]
+            kw["default"] = f.default
+            if f.choices:
+                kw["choices"] = list(f.choices)
+                kw.pop("metavar", None)
+            if f.nargs is not None:
+                kw["nargs"] = f.nargs
+            if f.required:
+                kw["required"] = True
+        parser.add_argument(*f.names, **kw)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="launch_server.py")
-    a = p.add_argument
-    a("--model-path", "--model", type=str, required=True, dest="model_path")
-    a("--tokenizer-path", type=str, default=None)
-    a("--tokenizer-mode", type=str, default="auto", choices=["auto", "slow"])
-    a("--load-format", type=str, default="auto")
-    a("--trust-remote-code", action="store_true")
-    a("--context-length", type=int, default=None)
-    a("--revision", type=str, default=None)
-    a("--served-model-name", type=str, default=None)
-    a("--chat-template", type=str, default=None)
-    a("--host", type=str, default="127.0.0.1")
-    a("--port", type=int, default=30000)
-    a("--dtype", type=str, default="auto", choices=["auto", "half", "float16", "bfloat16", "float", "float32"])
-    a("--quantization", type=str, default=None)
-    a("--kv-cache-dtype", type=str, default="auto")
-    a("--mem-fraction-static", type=float, default=None)
-    a("--max-running-requests", type=int, default=None)
-    a("--max-total-tokens", type=int, default=None)
-    a("--chunked-prefill-size", type=int, default=None)
-    a("--max-prefill-tokens", type=int, default=16384)
-    a("--schedule-policy", type=str, default="fcfs", choices=["lpm", "random", "fcfs", "dfs-weight", "lof"])
-    a("--schedule-conservativeness", type=float, default=1.0)
-    a("--page-size", type=int, default=1)
-    a("--tensor-parallel-size", "--tp-size", type=int, default=1, dest="tp_size")
-    a("--data-parallel-size", "--dp-size", type=int, default=1, dest="dp_size")
-    a("--expert-parallel-size", "--ep-size", "--ep", type=int, default=1, dest="ep_size")
-    a("--pipeline-parallel-size", "--pp-size", type=int, default=1, dest="pp_size")
-    a("--stream-interval", type=int, default=1)
-    a("--random-seed", type=int, default=None)
-    a("--watchdog-timeout", type=float, default=300)
-    a("--log-level", type=str, default="info")
-    a("--log-level-http", type=str, default=None)
-    a("--log-requests", action="store_true")
-    a("--decode-log-interval", type=int, default=40)
-    a("--enable-metrics", action="store_true")
-    a("--api-key", type=str, default=None)
-    a("--speculative-algorithm", type=str, choices=SPEC_ALGOS, default=None)
-    a("--speculative-draft-model-path", "--speculative-draft-model", type=str, default=None,
-      dest="speculative_draft_model_path")
-    a("--speculative-num-steps", type=int, default=None)
-    a("--speculative-eagle-topk", type=int, default=None)
-    a("--speculative-num-draft-tokens", type=int, default=None)
-    a("--speculative-accept-threshold-single", type=float, default=1.0)
-    a("--speculative-accept-threshold-acc", type=float, default=1.0)
-    a("--attention-backend", type=str, default=None)
-    a("--sampling-backend", type=str, default=None)
-    a("--moe-runner-backend", type=str, default="auto")
-    a("--cuda-graph-max-bs", type=int, default=None)
-    a("--disable-cuda-graph", action="store_true")
-    a("--disable-radix-cache", action="store_true")
-    a("--disable-overlap-schedule", action="store_true")
-    a("--enable-torch-compile", action="store_true")
-    a("--enable-mixed-chunk", action="store_true")
-    a("--enable-cache-report", action="store_true")
-    a("--skip-server-warmup", action="store_true")
-    a("--reasoning-parser", type=str, default=None)
-    a("--tool-call-parser", type=str, default=None)
-    a("--mamba-ssm-dtype", type=str, default="float32")
-    a("--json-model-override-args", type=str, default="{}")
-    a("--nnodes", type=int, default=1)
-    a("--node-rank", type=int, default=0)
-    a("--dist-init-addr", type=str, default=None)
-    a("--model-loader-extra-config", type=str, default="{}")
+    add_cli_args(p)
     return p
 
 

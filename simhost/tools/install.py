@@ -44,6 +44,35 @@ def install_tools(bin_dir: Path, python: str | None = None) -> Path:
     return bin_dir
 
 
+SGLANG_VERSION = "0.5.9"
+
+
+def install_sglang_shim(lib_dir: Path) -> Path:
+    """An importable `sglang` 0.5.9 for SSH sessions (`PYTHONPATH=DIR/lib/python`): `python3 -m
+    sglang.launch_server` runs the fake server's parser (so `--help` and bad flags answer as 0.5.9 does),
+    `sglang.srt.server_args.ServerArgs.add_cli_args` is the same parser, and `importlib.metadata.version("sglang")`
+    says 0.5.9. Started by the sim's systemd the same command runs the fake server itself."""
+    pkg = lib_dir / "sglang"
+    (pkg / "srt").mkdir(parents=True, exist_ok=True)
+    boot = f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+    (pkg / "__init__.py").write_text(f"__version__ = {SGLANG_VERSION!r}\n")
+    (pkg / "version.py").write_text(f"__version__ = {SGLANG_VERSION!r}\n")
+    (pkg / "srt" / "__init__.py").write_text("")
+    (pkg / "srt" / "server_args.py").write_text(
+        boot + "from simhost.sglang.args import add_cli_args\n\n\n"
+        "class ServerArgs:\n    add_cli_args = staticmethod(add_cli_args)\n")
+    (pkg / "launch_server.py").write_text(
+        boot + "from simhost.sglang.args import build_parser\n\n"
+        "if __name__ == '__main__':\n"
+        "    build_parser().parse_args(sys.argv[1:])  # --help and argparse errors exit here, as in 0.5.9\n"
+        "    from simhost.sglang.launch_server import main\n"
+        "    sys.exit(main(sys.argv[1:]))\n")
+    info = lib_dir / f"sglang-{SGLANG_VERSION}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {SGLANG_VERSION}\n")
+    return lib_dir
+
+
 def _write_exec(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)

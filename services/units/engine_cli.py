@@ -1,0 +1,277 @@
+"""The inference engine's own command line, read from the engine, and a check of a unit's argv against it.
+
+Owns: which engine an ``ExecStart=`` runs (`engine_of`: SGLang's ``python -m sglang.launch_server``, vLLM's
+``vllm serve`` as a seam), reading CPython argparse's ``--help`` output into a flag table (`parse_help`: every
+option string, whether it takes a value, its choices, its nargs), the value types the engine's parser declares
+(`EngineCli.types`, read from the parser object itself when the engine allows it), and `check_argv`: the checks
+argparse would make when the server starts — unknown or ambiguous flags (argparse accepts unambiguous prefixes),
+a value missing, a value given to a switch, a wrong type, a value outside the choices, a required flag missing —
+each worded as argparse words it (``launch_server.py: error: argument --mem-fraction-static: invalid float value:
+'0.95x'``), plus flags the engine deprecates or that an earlier version on the host accepted and this one does not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "EngineCli",
+    "EngineOption",
+    "FlagProblem",
+    "check_argv",
+    "engine_of",
+    "parse_help",
+]
+
+# Flags the engine itself marks deprecated (SGLang 0.5.9 `DeprecatedAction`, its help says what replaces them).
+DEPRECATED = {
+    "sglang": {"--hybrid-kvcache-ratio": "use --swa-full-tokens-ratio instead (deprecated in 0.5.9)",
+               "--prefill-round-robin-balance": "deprecated in 0.5.9; it has no effect"},
+}
+
+_OPT_RE = re.compile(r"^\s{1,8}(-{1,2}[A-Za-z0-9][^\s,]*)")
+_CHOICES_RE = re.compile(r"^\{([^}]*)\}$")
+_NEG_NUM = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+@dataclass(frozen=True)
+class EngineOption:
+    """One option of the engine's parser: its spellings, whether it takes a value, nargs, choices, type."""
+
+    names: tuple[str, ...]
+    takes_value: bool
+    nargs: str | None = None  # None (one value), "?", "*", "+"
+    choices: tuple[str, ...] = ()
+    type: str | None = None  # "int", "float", "str", ... when the engine told us
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+@dataclass(frozen=True)
+class EngineCli:
+    """The flag table of one engine version on one host (interpreter), as the engine printed it."""
+
+    engine: str
+    version: str
+    prog: str
+    options: tuple[EngineOption, ...]
+    required: tuple[str, ...] = ()
+    by_name: dict[str, EngineOption] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for opt in self.options:
+            for n in opt.names:
+                self.by_name.setdefault(n, opt)
+
+    def with_types(self, types: Mapping[str, str]) -> EngineCli:
+        opts = tuple(EngineOption(o.names, o.takes_value, o.nargs, o.choices,
+                                  next((types[n] for n in o.names if n in types), o.type)) for o in self.options)
+        return EngineCli(self.engine, self.version, self.prog, opts, self.required)
+
+    def lookup(self, word: str) -> tuple[EngineOption | None, tuple[str, ...]]:
+        """The option `word` names (exactly, or as an unambiguous prefix as argparse allows); else the candidates."""
+        if word in self.by_name:
+            return self.by_name[word], ()
+        if word.startswith("--"):
+            hits = tuple(n for n in self.by_name if n.startswith(word))
+            opts = {self.by_name[n].name for n in hits}
+            if len(opts) == 1:
+                return self.by_name[hits[0]], ()
+            return None, hits
+        return None, ()
+
+
+@dataclass(frozen=True)
+class FlagProblem:
+    """One thing the engine would refuse (``error``) or warn about (``warning``) in the new command line."""
+
+    flag: str
+    message: str  # the engine's wording, e.g. "argument --port: invalid int value: 'x'"
+    severity: str = "error"
+
+
+def engine_of(argv: Sequence[str]) -> tuple[str, str, int] | None:
+    """(engine, interpreter or executable, index of the first flag) for an ExecStart argv, or None."""
+    if len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1] == "-m":
+        if argv[2] in ("sglang.launch_server", "sglang.launch_server.py"):
+            return "sglang", argv[0], 3
+        if argv[2] == "vllm.entrypoints.openai.api_server":
+            return "vllm", argv[0], 3
+    if len(argv) >= 2 and os.path.basename(argv[0]) == "vllm" and argv[1] == "serve":
+        return "vllm", argv[0], 2
+    return None
+
+
+def parse_help(text: str, *, engine: str, version: str) -> EngineCli:
+    """Read CPython argparse's ``--help`` output (3.8-3.13 layouts) into an `EngineCli`."""
+    lines = text.splitlines()
+    prog = "launch_server.py"
+    m = re.match(r"usage:\s+(\S+)", text.lstrip())
+    if m:
+        prog = m.group(1)
+    usage: list[str] = []
+    body_start = len(lines)
+    for i, line in enumerate(lines):
+        if i > 0 and not line.strip():
+            body_start = i
+            break
+        usage.append(line)
+    required = tuple(sorted(set(re.findall(r"(?<![\[\w-])(--[A-Za-z0-9][\w-]*) [A-Z_]+(?![^\[]*\])",
+                                           " ".join(usage)))))
+    options: list[EngineOption] = []
+    for line in lines[body_start:]:
+        om = _OPT_RE.match(line)
+        if not om or not line.lstrip().startswith("-"):
+            continue
+        spec = line.strip()
+        # the invocation part ends at two spaces (then the help text) or at the end of the line
+        spec = re.split(r"\s{2,}", spec, maxsplit=1)[0]
+        names: list[str] = []
+        metas: list[str] = []
+        for part in (p.strip() for p in _split_invocations(spec)):
+            words = part.split(" ", 1)
+            if not words[0].startswith("-"):
+                continue
+            names.append(words[0])
+            if len(words) > 1:
+                metas.append(words[1])
+        if not names or names == ["-h", "--help"] or "--help" in names:
+            continue
+        meta = metas[0] if metas else ""
+        long_names = tuple(n for n in names if n.startswith("--")) or tuple(names)
+        options.append(_option(long_names, meta))
+    return EngineCli(engine, version, prog, tuple(options), required)
+
+
+def _split_invocations(spec: str) -> list[str]:
+    """``--a A, --b A`` → [``--a A``, ``--b A``] (commas inside ``{...}`` choices kept)."""
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
+    for ch in spec:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _option(names: tuple[str, ...], meta: str) -> EngineOption:
+    if not meta:
+        return EngineOption(names, takes_value=False)
+    first = meta.split(" ", 1)[0]
+    choices: tuple[str, ...] = ()
+    cm = _CHOICES_RE.match(first.strip("[]"))
+    if cm:
+        choices = tuple(c for c in cm.group(1).split(",") if c)
+    if meta.startswith("[") and "..." in meta:
+        nargs: str | None = "*"
+    elif "..." in meta:
+        nargs = "+"
+    elif meta.startswith("["):
+        nargs = "?"
+    else:
+        nargs = None
+    return EngineOption(names, takes_value=True, nargs=nargs, choices=choices)
+
+
+_CONVERT = {"int": int, "float": float}
+
+
+def _bad_value(opt: EngineOption, value: str) -> str | None:
+    conv = _CONVERT.get(opt.type or "")
+    if conv is not None:
+        try:
+            conv(value)
+        except ValueError:
+            return f"argument {'/'.join(opt.names)}: invalid {opt.type} value: {value!r}"
+    if opt.choices and value not in opt.choices:
+        listed = ", ".join(repr(c) for c in opt.choices)
+        return f"argument {'/'.join(opt.names)}: invalid choice: {value!r} (choose from {listed})"
+    return None
+
+
+def _is_flag(word: str) -> bool:
+    return word.startswith("-") and len(word) > 1 and not _NEG_NUM.match(word)
+
+
+def check_argv(cli: EngineCli, argv: Sequence[str], start: int,
+               removed: Mapping[str, str] | None = None) -> tuple[FlagProblem, ...]:
+    """What the engine's parser would say about ``argv[start:]`` (errors first), argparse's wording.
+
+    ``removed`` maps flags an earlier engine version on this host accepted to that version (``"0.5.5"``)."""
+    problems: list[FlagProblem] = []
+    extras: list[str] = []
+    seen: set[str] = set()
+    removed = removed or {}
+    words = list(argv[start:])
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if not _is_flag(w):
+            extras.append(w)
+            i += 1
+            continue
+        name, eq, inline = w.partition("=")
+        opt, candidates = cli.lookup(name)
+        if opt is None:
+            if len(candidates) > 1:
+                problems.append(FlagProblem(name, f"ambiguous option: {name} could match {', '.join(candidates)}"))
+            else:
+                extras.append(w)
+                if name in removed:
+                    problems.append(FlagProblem(name, f"{name} was accepted by {cli.engine} {removed[name]} on this "
+                                                      f"host and is not by {cli.version} (removed or renamed)",
+                                                "note"))
+            i += 1
+            continue
+        seen.add(opt.name)
+        dep = DEPRECATED.get(cli.engine, {}).get(opt.name)
+        if dep:
+            problems.append(FlagProblem(opt.name, f"{name} is deprecated: {dep}", "warning"))
+        if not opt.takes_value:
+            if eq:
+                problems.append(FlagProblem(opt.name, f"argument {'/'.join(opt.names)}: ignored explicit "
+                                                      f"argument {inline!r}"))
+            i += 1
+            continue
+        values: list[str] = []
+        if eq:
+            values = [inline]
+            i += 1
+        else:
+            j = i + 1
+            while j < len(words) and not _is_flag(words[j]):
+                values.append(words[j])
+                j += 1
+                if opt.nargs in (None, "?"):
+                    break
+            i = j
+        if not values and opt.nargs in (None, "+"):
+            what = "expected one argument" if opt.nargs is None else "expected at least one argument"
+            problems.append(FlagProblem(opt.name, f"argument {'/'.join(opt.names)}: {what}"))
+            continue
+        for v in values:
+            bad = _bad_value(opt, v)
+            if bad:
+                problems.append(FlagProblem(opt.name, bad))
+                break
+    missing = [cli.by_name[r] for r in cli.required if r in cli.by_name and cli.by_name[r].name not in seen]
+    if missing:
+        listed = ", ".join("/".join(o.names) for o in missing)
+        problems.append(FlagProblem(missing[0].name, f"the following arguments are required: {listed}"))
+    if extras:
+        problems.append(FlagProblem(extras[0], f"unrecognized arguments: {' '.join(extras)}"))
+    order = {"error": 0, "warning": 1, "note": 2}
+    return tuple(sorted(problems, key=lambda p: order.get(p.severity, 3)))
