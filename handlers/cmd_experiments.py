@@ -32,13 +32,14 @@ __all__ = ["do_again", "do_bench", "do_kill_stale", "do_rollback", "do_sweep", "
 
 
 async def _submit(ctx: HandlerContext, msg: ChatMessage, *, kind: str, host: str, params: dict[str, Any],
-                  what: str, diff: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Reply:
+                  what: str, diff: tuple[str, ...] = (), notes: tuple[str, ...] = (),
+                  checks: tuple[str, ...] = (), check_only: str | None = None) -> Reply:
     d = ctx.domain
     job = await d.jobs.submit(kind=kind, host=host, params=params, actor=audit_actor(msg), command_text=msg.text,
                               needs_confirmation=ctx.confirm)
     position = await d.jobs.position(job.id)
     eta = await d.jobs.eta_s(host, kind, position)
-    preview = views.preview_reply(job.id, host, what, diff, notes, position, eta, ctx.confirm)
+    preview = views.preview_reply(job.id, host, what, diff, notes, position, eta, ctx.confirm, checks, check_only)
     await d.outbox.send(f"job:{job.id}", preview, channel=msg.channel)
     if ctx.confirm:
         return Reply(text=f"Job {job.id} is ready to run on {host}: confirm it on its message (or say `yes`).",
@@ -50,19 +51,32 @@ def _levels(levels: tuple[int, ...] | None) -> list[int] | None:
     return list(levels) if levels else None
 
 
-@command(Try, words=("try", "set"), usage="try <flag> <value> [<flag>=<value> ...] [c=1,4,16] [on <host>]",
-         examples=("try 10 steps", "try steps=10 mem=0.85 on gpu-2", "try --speculative-num-steps 10"),
+@command(Try, words=("try", "set"),
+         usage="try <flag> <value> [<flag>=<value> ...] [c=1,4,16] [on <host>] [--dry-run]",
+         examples=("try 10 steps", "try steps=10 mem=0.85 on gpu-2", "try --speculative-num-steps 10",
+                   "try 10 steps --dry-run"),
          parse=parse_try, render=render_try, role="experimenter", confirm="try", schedulable=True)
 async def do_try(ctx: HandlerContext, msg: ChatMessage, cmd: Try) -> Reply:
     """Deploy a flag change, wait until the server is ready, benchmark it and compare with the previous run."""
     host = ctx.resolve_host(msg, cmd.host)
     changes = dict(cmd.changes)
-    preview = await ctx.domain.experiments.preview(host, changes)
+    preview = await ctx.domain.experiments.preview(host, changes, levels=cmd.concurrency)
     if not preview.changed:
         raise Conflict(f"{host} already runs that configuration; use `bench on {host}` to measure it")
+    if preview.refused or cmd.dry_run:
+        # stops at the preflight: a refusal (the configuration cannot start) or a dry run; audited, no job
+        what = "try " + ", ".join(f"{k} {v}" for k, v in changes.items())
+        await ctx.domain.audit.record(None, actor=audit_actor(msg), action="dry-run" if cmd.dry_run else "preflight",
+                                      host=host, command_text=msg.text[:2000],
+                                      detail={"changes": changes, "refused": preview.refused,
+                                              "checks": list(preview.checks), "forecast": preview.forecast},
+                                      outcome="refused" if preview.refused else "ok")
+        return views.preflight_reply(host, what, preview.diff, preview.checks, refused=preview.refused,
+                                     dry_run=cmd.dry_run)
     params = {"changes": changes, "concurrency": _levels(cmd.concurrency)}
+    check_only = render_try(Try(changes=cmd.changes, host=host, concurrency=cmd.concurrency, dry_run=True))
     return await _submit(ctx, msg, kind="try", host=host, params=params, what=f"try {label_for(changes)}",
-                         diff=preview.diff, notes=preview.notes)
+                         diff=preview.diff, notes=preview.notes, checks=preview.checks, check_only=check_only)
 
 
 @command(Again, words=("again", "rerun"), usage="again [with <value> | <flag> <value> ...]",

@@ -104,6 +104,7 @@ async def do_show(ctx: HandlerContext, msg: ChatMessage, cmd: Show) -> Reply:
         tables.append(views.results_table(run, prev))
     if job.kind == "sweep" and job.result.get("rows"):
         tables.append(views.sweep_table(job.result))
+    lines.extend(views.forecast_lines(job.result))
     return Reply(text="\n".join(lines), tables=tuple(tables[:5]))
 
 

@@ -53,6 +53,7 @@ class Try(Command):
     changes: Changes
     host: str | None = None
     concurrency: tuple[int, ...] | None = None
+    dry_run: bool = False  # preflight and forecast only: nothing is queued, nothing on the host changes
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from services.errors import UserInputError
-from services.units import FlagDef, lookup_flag, parse_value, resolve_flag
+from services.units import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
 
 __all__ = [
     "BOOL_WORDS", "FILLERS", "HOST_RE", "MAX_CONCURRENCY", "MAX_ID", "MAX_LEVELS", "MAX_SWEEP_VALUES", "NUM",
@@ -24,6 +24,7 @@ MAX_CONCURRENCY = 256
 MAX_ID = 2**31 - 1
 HOST_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 NUM = re.compile(r"#?[0-9]{1,10}")
+NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 BOOL_WORDS = frozenset({"on", "off", "true", "false", "yes", "no", "enable", "disable", "enabled", "disabled"})
 FILLERS = frozenset({"with", "and", "please", "the", "to"})
 
@@ -134,13 +135,35 @@ def is_flag_word(tok: str) -> bool:
     return "=" not in tok and not NUM.fullmatch(tok) and lookup_flag(tok) is not None
 
 
-def pairs(args: list[str]) -> list[tuple[FlagDef, str]]:
+def _engine_flag(tok: str) -> FlagDef | None:
+    """A ``--long-flag`` pitcrew's schema does not know: kept as typed, for the engine's own parser to judge."""
+    name = tok.partition("=")[0]
+    if not re.fullmatch(r"--[a-z0-9][a-z0-9-]{1,62}", name) or lookup_flag(name) is not None:
+        return None
+    return FlagDef(name, "str", "a flag only the engine knows")
+
+
+def pairs(args: list[str], engine_flags: bool = False) -> list[tuple[FlagDef, str]]:
+    """(flag, raw value) pairs; with `engine_flags`, unknown ``--long-flags`` are kept for the engine to judge."""
     out: list[tuple[FlagDef, str]] = []
     i, n = 0, len(args)
     while i < n:
         tok = args[i]
         if tok.lower() in FILLERS:
             i += 1
+            continue
+        raw = _engine_flag(tok) if engine_flags else None
+        if raw is not None:
+            _, eq, inline = tok.partition("=")
+            if eq:
+                out.append((raw, inline))
+                i += 1
+            elif i + 1 < n and not args[i + 1].startswith("-") and "=" not in args[i + 1]:
+                out.append((raw, args[i + 1]))
+                i += 2
+            else:
+                out.append((raw, "true"))
+                i += 1
             continue
         if "=" in tok:
             key, _, value = tok.partition("=")
@@ -180,13 +203,21 @@ def pairs(args: list[str]) -> list[tuple[FlagDef, str]]:
     return out
 
 
-def changes(pairs: list[tuple[FlagDef, str]]) -> tuple[tuple[str, str], ...]:
+def changes(pairs: list[tuple[FlagDef, str]], engine_values: bool = False) -> tuple[tuple[str, str], ...]:
+    """Checked, normalized changes. With `engine_values`, a value that is not even of the flag's type (``0.95x``
+    for a number) or a flag only the engine knows is kept as typed (plain characters only): the preview checks
+    it with the engine's own parser on the host, which words the refusal."""
     seen: set[str] = set()
     changes: list[tuple[str, str]] = []
     for fdef, raw in pairs:
         if fdef.name in seen:
             raise UserInputError(f"{fdef.short} is given twice.")
         seen.add(fdef.name)
+        if engine_values and (lookup_flag(fdef.name) is None or (
+                fdef.kind in ("int", "float") and not NUMBER.fullmatch(raw) and raw not in fdef.specials)):
+            check_plain(raw, fdef.short)
+            changes.append((fdef.name, raw))
+            continue
         changes.append((fdef.name, parse_value(fdef, raw)))
     return tuple(changes)
 

@@ -50,7 +50,8 @@ def _levels_text(levels: tuple[int, ...] | None) -> str:
 
 def render_try(cmd: Try) -> str:
     body = " ".join(f"{f}={v}" for f, v in cmd.changes)
-    return f"try {body}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+    dry = " --dry-run" if cmd.dry_run else ""
+    return f"try {body}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}{dry}"
 
 
 def render_sweep(cmd: Sweep) -> str:

@@ -60,14 +60,20 @@ from services.units import FlagDef, check_plain, lookup_flag, parse_value, resol
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
+DRY_RUN_WORDS = frozenset({"--dry-run", "dry-run", "--check-only"})
+
+
 def parse_try(said: Said) -> Try:
     args = said.args
+    dry_run = any(a.lower() in DRY_RUN_WORDS for a in args)
+    args = [a for a in args if a.lower() not in DRY_RUN_WORDS]
     levels, args = take_levels(args)
     host, args = take_host(split_commas(args), bool_guard=True)
-    wanted = changes(pairs(args))
+    # unknown --long-flags and values not of the flag's type are kept for the engine's own parser (preview)
+    wanted = changes(pairs(args, engine_flags=True), engine_values=True)
     if not wanted:
         raise UserInputError("Say what to try, e.g. 'try 10 steps' or 'try mem=0.85 on gpu-2'.")
-    return Try(changes=wanted, host=host, concurrency=levels)
+    return Try(changes=wanted, host=host, concurrency=levels, dry_run=dry_run)
 
 
 def _expand(fdef: FlagDef, spec: str) -> list[str]:

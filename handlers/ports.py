@@ -74,7 +74,8 @@ class JobsPort(Protocol):
 
 class ExperimentsPort(Protocol):
     def ops(self, host: str) -> UnitOps: ...
-    async def preview(self, host: str, changes: dict[str, str]) -> Preview: ...
+    async def preview(self, host: str, changes: dict[str, str], *,
+                      levels: tuple[int, ...] | None = None) -> Preview: ...
 
 
 class ResultsPort(Protocol):

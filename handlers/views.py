@@ -109,18 +109,43 @@ def sweep_table(result: dict[str, Any]) -> Table:
 
 
 def preview_reply(job_id: int, host: str, what: str, diff: Sequence[str], notes: Sequence[str], position: int,
-                  eta_s: float | None, needs_confirmation: bool) -> Reply:
+                  eta_s: float | None, needs_confirmation: bool, checks: Sequence[str] = (),
+                  check_only: str | None = None) -> Reply:
     lines = [f"*Job {job_id}* on *{host}*: {what}"]
     queue = "runs next" if position == 0 else f"queue position {position + 1}"
     eta = f", ETA ~{_dur(eta_s)}" if eta_s else ""
     lines.append(f"{queue}{eta}")
     lines.extend(f"note: {n}" for n in notes)
+    if checks:
+        lines.append("preflight:")
+        lines.extend(f"  {c}" for c in checks)
     if needs_confirmation:
         lines.append("Confirm to start it.")
     buttons = (Button("Confirm", f"yes {job_id}", "primary"), Button("Cancel", f"no {job_id}", "danger")) \
         if needs_confirmation else (Button("Cancel", f"cancel {job_id}", "danger"),)
+    if check_only:
+        buttons = (*buttons, Button("Check only", check_only))
     code = "\n".join(diff) if diff else None
     return Reply(text="\n".join(lines), code=code, buttons=buttons, tone="info")
+
+
+def forecast_lines(result: dict[str, Any] | None) -> list[str]:
+    """The capacity forecast of a try against what its start logged (`show <job>`)."""
+    fc = (result or {}).get("forecast") or {}
+    return [f"forecast {key}: {e['forecast']:,} vs logged {e['logged']:,} ({e['error_pct']:+.1f} %)"
+            for key, e in (fc.get("error") or {}).items()]
+
+
+def preflight_reply(host: str, what: str, diff: Sequence[str], checks: Sequence[str], *, refused: bool,
+                    dry_run: bool) -> Reply:
+    """A preview that stops at the preflight: refused (a ✗) or a dry run."""
+    if refused:
+        head = f"Refused: {what} on *{host}* cannot start; nothing on {host} was changed."
+    else:
+        head = f"Dry run of {what} on *{host}*: preflight only; nothing on {host} was changed."
+    lines = [head, *(f"  {c}" for c in checks)]
+    return Reply(text="\n".join(lines), code="\n".join(diff) if diff else None,
+                 tone="error" if refused else "info")
 
 
 def _dur(s: float | None) -> str:

@@ -4,7 +4,14 @@ and `pitcrew diagnose`.
 
 The names below are the package's public API: other packages import only these."""
 
-from services.diagnosis.gather import config_hash, gather_side_evidence, without_own_gpu_apps
+from services.diagnosis.gather import (
+    config_hash,
+    gather_side_evidence,
+    parse_evidence,
+    split_sections,
+    unit_own_pids,
+    without_own_gpu_apps,
+)
 from services.diagnosis.side import Action, GpuApp, Listener, ProcessInfo, RanBefore, SideEvidence, format_time
 from services.diagnosis.verdict import CAUSES, Diagnosis, LoopStatus, detect_restart_loop, diagnose
 
@@ -23,5 +30,8 @@ __all__ = [
     "diagnose",
     "format_time",
     "gather_side_evidence",
+    "parse_evidence",
+    "split_sections",
+    "unit_own_pids",
     "without_own_gpu_apps",
 ]

@@ -12,13 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from services.bench import BenchSpec, run_benchmark_isolated
 from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
-from services.errors import BenchmarkError, DeployFailed, JobCancelled
+from services.errors import BenchmarkError, DeployFailed, JobCancelled, PitcrewError, UserInputError
 from services.events import EventBus
+from services.experiments.forecast import CapacityPoint, Forecast, config_point, forecast, forecast_error
+from services.experiments.preflight import (
+    FAIL,
+    OK,
+    WARN,
+    Check,
+    EngineFlagCache,
+    PreflightReport,
+    check_flags,
+    check_host,
+)
 from services.experiments.results import Results, RunSummary
 from services.experiments.verdicts import verdict
 from services.hosts import HostPool
@@ -34,6 +46,7 @@ from services.units import (
     apply_changes,
     format_change,
     get_flag,
+    lookup_flag,
     read_exec_start,
     resolve_flag,
     rewrite_exec_start,
@@ -71,10 +84,14 @@ class Preview:
     diff: tuple[str, ...]
     notes: tuple[str, ...]
     changed: bool
+    checks: tuple[str, ...] = ()  # preflight lines (✓ / ⚠ / ✗)
+    refused: bool = False  # a ✗: the configuration cannot start; nothing may be changed
+    forecast: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "unit_path": self.unit_path, "diff": list(self.diff),
-                "notes": list(self.notes), "changed": self.changed}
+                "notes": list(self.notes), "changed": self.changed, "checks": list(self.checks),
+                "refused": self.refused, "forecast": self.forecast}
 
 
 @dataclass
@@ -88,6 +105,7 @@ class TrialOutcome:
     capacity: dict[str, Any] = field(default_factory=dict)
     crashed_at: int | None = None
     revision_after: int | None = None
+    forecast: dict[str, Any] | None = None  # the capacity forecast and its error against the logged capacity
 
 
 def label_for(changes: dict[str, str]) -> str:
@@ -119,6 +137,7 @@ class Experiments:
         self.policy = policy
         self.bench_defaults = bench
         self.notices = notices
+        self.engine_flags = EngineFlagCache()
 
     def ops(self, host: str) -> UnitOps:
         return UnitOps(self.hosts.get(host), time_scale=self.policy.time_scale)
@@ -133,11 +152,70 @@ class Experiments:
                 f"({config_label(read_exec_start(text).argv)}); nothing was re-run")
 
     # ---- previews ---------------------------------------------------------------------------
-    async def preview(self, host: str, changes: dict[str, str]) -> Preview:
+    async def preview(self, host: str, changes: dict[str, str], *,
+                      levels: tuple[int, ...] | None = None) -> Preview:
+        """The flag diff and the preflight (engine flags, host, capacity forecast); nothing on the host changes."""
         ops = self.ops(host)
         text = await ops.read_unit()
-        plan = apply_changes(read_exec_start(text).argv, changes)
-        return Preview(host, ops.unit_path, tuple(format_change(c) for c in plan.diff), plan.notes, plan.changed)
+        argv = read_exec_start(text).argv
+        try:
+            plan = apply_changes(argv, changes)
+        except UserInputError:
+            # pitcrew's schema refuses it; when the engine's own parser does too, its wording is the answer
+            checks = await check_flags(self.engine_flags, ops.host, with_flags(argv, changes))
+            if any(c.status == FAIL for c in checks):
+                diff = tuple(f"{k} -> {v}" for k, v in changes.items())
+                return Preview(host, ops.unit_path, diff, (), True, tuple(c.line() for c in checks), refused=True)
+            raise
+        diff = tuple(format_change(c) for c in plan.diff)
+        if not plan.changed:
+            return Preview(host, ops.unit_path, diff, plan.notes, False)
+        report = await self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency)
+        return Preview(host, ops.unit_path, diff, plan.notes, plan.changed, report.lines(), report.refused,
+                       report.forecast)
+
+    async def preflight(self, ops: UnitOps, text: str, new_argv: tuple[str, ...],
+                        levels: tuple[int, ...]) -> PreflightReport:
+        """Flags by the engine's parser, host checks (one exec each, concurrently) and the capacity forecast."""
+        t0 = time.monotonic()
+        flags, hostc, fc = await asyncio.gather(
+            check_flags(self.engine_flags, ops.host, new_argv),
+            check_host(ops.host, ops.unit, text, new_argv),
+            self.forecast_for(ops.spec.name, new_argv))
+        report = PreflightReport(checks=[*flags, *hostc])
+        if fc is not None:
+            report.forecast = fc.to_json()
+            top = max(levels) if levels else 0
+            low = fc.max_running is not None and fc.max_running < top
+            status = WARN if (fc.extrapolated or low or fc.notes) else OK
+            report.checks.append(Check(status, fc.line()))
+            report.checks.extend(Check(WARN, n) for n in fc.notes)
+            if low:
+                report.checks.append(Check(WARN, f"forecast max running requests ~{fc.max_running} is below the "
+                                                 f"benchmark's highest concurrency {top}: requests will queue"))
+        else:
+            report.checks.append(Check(WARN, "forecast: no recorded start on this host to forecast from"))
+        report.seconds = time.monotonic() - t0
+        return report
+
+    async def capacity_history(self, host: str, limit: int = 60) -> list[CapacityPoint]:
+        """This host's recorded configurations with the capacity their start logged (oldest first)."""
+        points: list[CapacityPoint] = []
+        texts: dict[int, str] = {}
+        for run in reversed(await self.results.recent(host, limit)):
+            if not run.capacity or run.revision_id is None:
+                continue
+            if run.revision_id not in texts:
+                try:
+                    texts[run.revision_id] = (await self.revisions.get(run.revision_id)).text
+                except PitcrewError:
+                    continue
+            argv = read_exec_start(texts[run.revision_id]).argv
+            points.append(config_point(argv, run.capacity, label=config_label(argv)))
+        return points
+
+    async def forecast_for(self, host: str, argv: tuple[str, ...]) -> Forecast | None:
+        return forecast(config_point(argv, label=config_label(argv)), await self.capacity_history(host))
 
     async def progress(self, ctx: JobContext, phase: str, detail: str = "") -> None:
         await self.bus.publish(JobProgressed(ctx.job.ref(), phase, detail, tuple(ctx.steps_done)))
@@ -168,7 +246,8 @@ class Experiments:
         outcome = await self.trial(ctx, before, changes, levels)
         result = {"run_id": outcome.run.id if outcome.run else None, "verdict": outcome.verdict,
                   "label": outcome.label, "capacity": outcome.capacity,
-                  "revision_before": before.id, "revision_after": outcome.revision_after}
+                  "revision_before": before.id, "revision_after": outcome.revision_after,
+                  "forecast": outcome.forecast}
         return f"{outcome.label}: {outcome.verdict}", result
 
     async def verdict(self, run: RunSummary, prev: RunSummary | None) -> str:
@@ -193,6 +272,7 @@ class Experiments:
         label = label_for(changes)
         outcome = TrialOutcome(label=label)
         await ctx.checkpoint()
+        predicted = await self.forecast_for(host, plan.new_argv) if plan.changed else None
         if plan.changed:
             new_text = rewrite_exec_start(before.text, plan.new_argv)
             after = await self.revisions.observe(host, ops.unit, new_text, source="deployed",
@@ -211,6 +291,9 @@ class Experiments:
                 raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") \
                     from None
             outcome.capacity = _capacity_json(ready)
+            if predicted is not None and outcome.capacity:
+                outcome.forecast = {**predicted.to_json(),
+                                    "error": forecast_error(predicted.to_json(), outcome.capacity)}
         else:
             outcome.revision_after = before.id
             await self.progress(ctx, "no change to deploy", f"{host} already runs {label}")
@@ -404,6 +487,27 @@ def _capacity_json(ready: ReadyReport | None) -> dict[str, Any]:
     c = ready.capacity
     return {"max_total_num_tokens": c.max_total_num_tokens, "max_running_requests": c.max_running_requests,
             "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb}
+
+
+def with_flags(argv: tuple[str, ...], changes: dict[str, str]) -> tuple[str, ...]:
+    """``argv`` with each changed flag set as typed (for the engine's parser to judge values pitcrew refuses)."""
+    names = {}
+    for word, value in changes.items():
+        fdef = lookup_flag(word)
+        names[fdef.name if fdef else word if word.startswith("--") else f"--{word}"] = value
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        w = argv[i]
+        name = w.partition("=")[0]
+        if name in names and i > 0:
+            i += 1 if "=" in w or i + 1 >= len(argv) or argv[i + 1].startswith("--") else 2
+            continue
+        out.append(w)
+        i += 1
+    for name, value in names.items():
+        out.extend([name] if value == "true" else [name, value])
+    return tuple(out)
 
 
 def config_label(argv: tuple[str, ...]) -> str:

@@ -19,7 +19,8 @@ async def test_try_10_steps_posts_preview_progress_and_results(make_bot) -> None
     (preview,) = bot.messages(lambda d: d.key == f"job:{job_id}" and not d.edit)
     assert "--speculative-num-steps 3 -> 10" in (preview.reply.code or "")
     assert "--speculative-num-draft-tokens 4 -> 11" in (preview.reply.code or "")
-    assert [b.command for b in preview.reply.buttons] == [f"yes {job_id}", f"no {job_id}"]
+    assert [b.command for b in preview.reply.buttons] == [f"yes {job_id}", f"no {job_id}",
+                                                          "try --speculative-num-steps=10 c=1 on sim-gpu-1 --dry-run"]
     assert bot.unit_text() == before  # nothing changes before the confirmation
 
     confirmed = await bot.say(f"yes {job_id}")

@@ -1,0 +1,121 @@
+"""Preflight against the simulated host over SSH: a configuration that cannot start costs no downtime.
+
+The refusals carry the engine's own words (CPython argparse inside the sim's SGLang 0.5.9 parser, run on the
+host) or the host's; the journal shows no `Stopping` of the unit, and NRestarts and the unit file stay as they were.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from simhost.journal import iter_all, journal_path, unit_matches
+
+
+def _messages(sim) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e.get("MESSAGE", "") for e in iter_all(journal_path(sim.root)) if unit_matches(e, "sglang.service")]
+
+
+async def _n_restarts(bot) -> int:  # type: ignore[no-untyped-def]
+    return (await bot.core.experiments.ops(bot.sim.info["name"]).state()).n_restarts
+
+
+async def _argparse_error(bot, *flags: str) -> str:  # type: ignore[no-untyped-def]
+    """What the engine on the host itself says about the live unit's argv plus `flags` (exit status 2)."""
+    from services.units import read_exec_start
+
+    h = bot.core.experiments.hosts.get(bot.sim.info["name"])
+    argv = list(read_exec_start(bot.unit_text()).argv)
+    res = await h.run([*argv, *flags], timeout=30.0)
+    assert res.exit_status == 2, res
+    return res.stderr.strip().splitlines()[-1]
+
+
+async def test_bad_value_typo_and_missing_model_are_refused_before_anything_stops(make_bot) -> None:
+    bot = await make_bot("healthy", confirm=("try",))
+    await bot.sim.wait_ready(60)
+    before_text = bot.unit_text()
+    before_restarts = await _n_restarts(bot)
+    stops_before = sum("Stopping" in m for m in _messages(bot.sim))
+    jobs_before = len(await bot.core.jobs.recent(None, 50))
+
+    bad = await bot.say("try steps=10 mem=0.95x")
+    assert bad.text.startswith("Refused"), bad.text
+    engine_says = await _argparse_error(bot, "--mem-fraction-static", "0.95x")
+    assert engine_says == "launch_server.py: error: argument --mem-fraction-static: invalid float value: '0.95x'"
+    assert engine_says in bad.text, bad.text
+
+    typo = await bot.say("try --speculative-num-stepz 4")
+    assert typo.text.startswith("Refused"), typo.text
+    assert "launch_server.py: error: unrecognized arguments: --speculative-num-stepz 4" in typo.text
+
+    model_dir = next((bot.sim.root / "models").iterdir())
+    shutil.rmtree(model_dir)
+    missing = await bot.say("try 4 steps")
+    assert missing.text.startswith("Refused"), missing.text
+    assert f"✗ model path: {model_dir} does not exist on the host" in missing.text
+
+    assert bot.unit_text() == before_text
+    assert await _n_restarts(bot) == before_restarts
+    assert sum("Stopping" in m for m in _messages(bot.sim)) == stops_before
+    assert len(await bot.core.jobs.recent(None, 50)) == jobs_before  # no job was queued
+
+
+async def test_dry_run_changes_nothing_is_audited_and_the_preview_has_check_lines(make_bot) -> None:
+    from services.store import AuditQuery
+
+    bot = await make_bot("healthy", confirm=("try",))
+    await bot.sim.wait_ready(60)
+    before_text = bot.unit_text()
+    before_restarts = await _n_restarts(bot)
+    reads_before = bot.core.experiments.engine_flags.reads
+
+    dry = await bot.say("try 4 steps --dry-run")
+    assert dry.text.startswith("Dry run"), dry.text
+    assert "✓ flags: sglang 0.5.9's parser accepts the command line (331 flags known, with value types)" in dry.text
+    assert re.search(r"✓ port \d+: held only by sglang.service itself", dry.text), dry.text
+    assert "✓ model path:" in dry.text and "✓ disk:" in dry.text and "✓ GPUs 0,1,2,3: present" in dry.text
+    assert "forecast: no recorded start" in dry.text  # nothing recorded yet on this host
+    assert bot.unit_text() == before_text and await _n_restarts(bot) == before_restarts
+    events = await bot.core.audit.query(AuditQuery(actions=("dry-run",)))
+    assert len(events) == 1 and events[0].detail["changes"] == {"--speculative-num-steps": "4"}
+
+    # the flag table is read once per host + interpreter + version, then cached
+    await bot.say("try 5 steps --dry-run")
+    assert bot.core.experiments.engine_flags.reads == reads_before + 1
+
+    # a real try shows the same lines in its preview, and a Check only button
+    reply = await bot.say("try 4 steps c=1")
+    job_id = int(re.search(r"Job (\d+)", reply.text).group(1))
+    await bot.drain()
+    (preview,) = bot.messages(lambda d: d.key == f"job:{job_id}" and not d.edit)
+    assert "preflight:" in preview.reply.text and "✓ flags:" in preview.reply.text
+    assert any(b.label == "Check only" and b.command.endswith("--dry-run") for b in preview.reply.buttons)
+    assert bot.unit_text() == before_text
+
+
+async def test_gpu_memory_held_by_a_stranger_refuses_the_start(make_bot) -> None:
+    bot = await make_bot("stale-gpu", confirm=("try",))  # a leftover process holds 94,312 MiB of every GPU
+    before_text = bot.unit_text()
+    reply = await bot.say("try 4 steps")
+    assert reply.text.startswith("Refused"), reply.text
+    assert re.search(r"✗ GPU \d: [\d,]+ MiB held by processes that are not the unit's \(pid \d+", reply.text), \
+        reply.text
+    assert bot.unit_text() == before_text
+
+
+def test_sim_help_is_the_059_flag_set() -> None:
+    from services.units import parse_help
+    from simhost.sglang.args import build_parser
+
+    text = build_parser().format_help()
+    cli = parse_help(text, engine="sglang", version="0.5.9")
+    assert len(cli.options) == 331
+    assert cli.required == ("--model-path",)
+    algo = cli.by_name["--speculative-algorithm"]
+    assert algo.choices == ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
+    assert cli.by_name["--tp-size"] is cli.by_name["--tensor-parallel-size"]
+    assert not cli.by_name["--trust-remote-code"].takes_value
+    assert cli.by_name["--cuda-graph-bs"].nargs == "+"
+    assert Path(__file__).exists()
