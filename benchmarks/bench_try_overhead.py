@@ -17,7 +17,15 @@ table and the host's journal (`__REALTIME_TIMESTAMP` of each entry):
 
 Goals: overhead < 2 s, ready lag < 1 s (issue 5). Printed per job, then median and max, PASS/FAIL.
 
+`--rollback` (issue 15) measures instead, on the `seed` scenario (steps 5 serving), `try 10 steps` — the field
+notes' configuration that starts, serves one request and dies of CUDA OOM as soon as two decode together —
+from the confirmation (`yes <job>`) to the job's end (rolled back, the old revision serving again), with the
+ramp off (the benchmark's C=1 level runs in full before C=4 kills the server: the old cliff) and on (1, 2, 4, ...
+requests at once; it dies at C=2). Each try's preflight (the preview: engine flags, host checks, forecast) is
+timed too, as the latency `try` adds before anything is queued. Goal: the ramp rolls back at least 3x sooner.
+
     .venv/bin/python benchmarks/bench_try_overhead.py [--tries 6] [--time-scale 0.01]
+    .venv/bin/python benchmarks/bench_try_overhead.py --rollback [--tries 3]
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,12 +117,87 @@ async def run(tries: int, scale: float) -> dict[str, Any]:
     return {"time_scale": scale, "tries": tries, "rows": rows}
 
 
+# pitcrew's default benchmark (bench.* settings): what a try runs when nobody narrows it
+ROLLBACK_BENCH = {"concurrency": [1, 4, 16], "requests_per_level": 32, "warmup": 2, "input_len": 256,
+                  "output_len": 256}
+GOAL_RAMP_SPEEDUP = 10.0  # on the time from ready to the failure being found
+
+
+async def run_rollback(tries: int, scale: float, ramp: bool) -> list[dict[str, float]]:
+    """Confirm -> rolled back (job end) for `try 10 steps` on the seed scenario, `tries` times."""
+    from rel_kit import RelBot, job_id_of, settings_for
+    from sqlalchemy import select
+
+    from bot.app import build_core
+    from services.store.models import JobStep
+    from simhost.host import SimHost
+
+    rows = []
+    for _ in range(tries):
+        with tempfile.TemporaryDirectory() as tmp:
+            async with AsyncExitStack() as stack:
+                sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", scenario="seed", time_scale=scale))
+                settings = settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db", bench=ROLLBACK_BENCH,
+                                        policy={"confirm": ["try"], "ramp_before_benchmark": ramp})
+                core = await build_core(settings, stack, transport="bench", time_scale=scale, watch_journals=False,
+                                        start_scheduler=False)
+                bot = RelBot(core, sim)
+                await sim.wait_ready(60)
+                t0 = time.monotonic()
+                reply = await bot.say("try 10 steps")
+                preview_s = time.monotonic() - t0
+                job_id = job_id_of(reply)
+                t_confirm = time.monotonic()
+                await bot.say(f"yes {job_id}")
+                while (job := await core.jobs.get(job_id)).state in ("queued", "running",  # noqa: ASYNC110
+                                                                      "awaiting_confirmation"):
+                    await asyncio.sleep(0.02)
+                done = time.monotonic() - t_confirm
+                if job.state != "failed" or not (job.result or {}).get("rolled_back_to"):
+                    raise SystemExit(f"job {job_id} {job.state} (expected a rolled-back failure): {job.summary}")
+                async with core.db.sessions() as s:
+                    steps = list((await s.execute(select(JobStep).where(JobStep.job_id == job_id)
+                                                  .order_by(JobStep.id))).scalars())
+                ready = next(st for st in steps if st.name == "start").finished_at
+                found = next(st for st in steps if st.name in ("ramp", "benchmark")).finished_at
+                rows.append({"preview_s": preview_s, "confirm_to_rollback_s": done,
+                             "ready_to_failure_s": (found - ready).total_seconds()})
+    return rows
+
+
+def main_rollback(args: argparse.Namespace) -> int:
+    off = asyncio.run(run_rollback(args.tries, args.time_scale, ramp=False))
+    on = asyncio.run(run_rollback(args.tries, args.time_scale, ramp=True))
+    print(f"try 10 steps on the seed scenario (time scale {args.time_scale}, {args.tries} runs each, bench "
+          f"C={ROLLBACK_BENCH['concurrency']} x {ROLLBACK_BENCH['requests_per_level']} req x "
+          f"{ROLLBACK_BENCH['output_len']} tok): confirm -> rolled back")
+    for name, rows in (("ramp off (cliff)", off), ("ramp on", on)):
+        ts = [r["confirm_to_rollback_s"] for r in rows]
+        found = [r["ready_to_failure_s"] for r in rows]
+        pv = [r["preview_s"] for r in rows]
+        print(f"  {name:17} confirm -> rolled back median {statistics.median(ts):6.2f} s "
+              f"(runs: {', '.join(f'{t:.2f}' for t in ts)}); ready -> failure found median "
+              f"{statistics.median(found):6.2f} s; preview with preflight median {statistics.median(pv) * 1000:.0f} ms")
+    total = statistics.median(r["confirm_to_rollback_s"] for r in off) / \
+        statistics.median(r["confirm_to_rollback_s"] for r in on)
+    speedup = statistics.median(r["ready_to_failure_s"] for r in off) / \
+        statistics.median(r["ready_to_failure_s"] for r in on)
+    ok = speedup >= GOAL_RAMP_SPEEDUP
+    print(f"ramp: confirm -> rolled back {total:.1f}x sooner at this time scale (weight loading, scaled here, "
+          f"dominates both on a real host); the failure is found {speedup:.0f}x sooner after ready — goal >= "
+          f"{GOAL_RAMP_SPEEDUP:g}x: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tries", type=int, default=6)
     ap.add_argument("--time-scale", type=float, default=0.01)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rollback", action="store_true", help="confirm -> rollback of try 10 steps, ramp off vs on")
     args = ap.parse_args()
+    if args.rollback:
+        return main_rollback(args)
     res = asyncio.run(run(args.tries, args.time_scale))
     rows = res["rows"]
     if args.json:

@@ -86,7 +86,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     p = settings.policy
     exp_policy = ExperimentPolicy(auto_rollback=p.auto_rollback, kill_stale_automatically=p.kill_stale_automatically,
                                   ready_timeout_s=p.ready_timeout_s, stop_timeout_s=p.stop_timeout_s,
-                                  sweep_end=p.sweep_end, time_scale=time_scale)
+                                  sweep_end=p.sweep_end, time_scale=time_scale, ramp=p.ramp_before_benchmark)
     b = settings.bench
     bench = BenchDefaults(concurrency=tuple(b.concurrency), requests_per_level=b.requests_per_level,
                           warmup=b.warmup, input_len=b.input_len, output_len=b.output_len,

@@ -132,6 +132,8 @@ class PolicySettings(_Section):
     max_queued_jobs_per_host: int = Field(default=10, ge=1)
     ready_timeout_s: float = Field(default=900.0, gt=0)
     stop_timeout_s: float = Field(default=180.0, gt=0)
+    # after a start, load the server up to the top benchmark level in steps before the full benchmark
+    ramp_before_benchmark: bool = True
 
 
 class BenchSettings(_Section):

@@ -31,6 +31,7 @@ from services.experiments.preflight import (
     check_flags,
     check_host,
 )
+from services.experiments.ramp import ramp
 from services.experiments.results import Results, RunSummary
 from services.experiments.verdicts import verdict
 from services.hosts import HostPool
@@ -43,6 +44,7 @@ from services.units import (
     Revisions,
     StartFailed,
     UnitOps,
+    UnitState,
     apply_changes,
     format_change,
     get_flag,
@@ -65,6 +67,8 @@ class ExperimentPolicy:
     stop_timeout_s: float = 180.0
     sweep_end: str = "best"  # "best" or "start"
     time_scale: float = 1.0
+    ramp: bool = True  # after a start, load up to the top benchmark level in steps before the benchmark
+    ramp_tokens: int = 32
 
 
 @dataclass(frozen=True)
@@ -294,6 +298,9 @@ class Experiments:
             if predicted is not None and outcome.capacity:
                 outcome.forecast = {**predicted.to_json(),
                                     "error": forecast_error(predicted.to_json(), outcome.capacity)}
+            if self.policy.ramp:
+                await self.ramp_up(ctx, ops, before, levels, label=label, restore_on_failure=restore_on_failure,
+                                   outcome=outcome)
         else:
             outcome.revision_after = before.id
             await self.progress(ctx, "no change to deploy", f"{host} already runs {label}")
@@ -325,6 +332,53 @@ class Experiments:
         if outcome.revision_after is not None:
             await self.revisions.mark_known_good(outcome.revision_after)
         return outcome
+
+    async def ramp_up(self, ctx: JobContext, ops: UnitOps, before: Revision, levels: tuple[int, ...], *,
+                      label: str, restore_on_failure: bool, outcome: TrialOutcome) -> None:
+        """Load the new server up to the top benchmark level in steps; at the first error, roll back and raise."""
+        host = ctx.job.host
+        top = max(levels) if levels else 1
+        state_before = await ops.state()
+        try:
+            async with ctx.step("ramp") as d:
+                res = await ramp(ops.spec.server_url, top, max_tokens=self.policy.ramp_tokens,
+                                 timeout_s=min(self.bench_defaults.max_duration_s, 120.0),
+                                 progress=lambda c: self.progress(ctx, f"ramp C={c}", f"up to C={top}"))
+                d.update({"levels_ok": res.levels_ok, "failed_at": res.failed_at, "seconds": round(res.seconds, 2)})
+        except JobCancelled:
+            await self.restore(ctx, ops, before, reason="cancelled")
+            raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") from None
+        if res.failed_at is None:
+            return
+        crashed = await self._settled_crash(ops, state_before)
+        held = f"C={res.levels_ok[-1]} held" if res.levels_ok else "no level held"
+        what = "crashed" if crashed else "answered errors"
+        outcome.crashed_at = res.failed_at
+        err = DeployFailed(f"{label} on {host}: the server {what} under the ramp at C={res.failed_at} ({held}; "
+                           f"{res.error}); the full benchmark was not run",
+                           result={"ramp_failed_at": res.failed_at, "ramp_levels_ok": res.levels_ok,
+                                   "crashed": crashed, "capacity": outcome.capacity, "forecast": outcome.forecast})
+        # a crash is the server's own failure: with the incident watch on, it follows the restarts and rolls back
+        watched = self.notices is not None and crashed
+        await self._fail_and_restore(ctx, ops, before, err, restore_on_failure and not watched)
+        if watched and restore_on_failure:
+            err.fields["result"]["handed_to_incidents"] = True
+        raise err
+
+    async def _settled_crash(self, ops: UnitOps, before: UnitState) -> bool:
+        """Whether the server died (restarted, or left active); waits until systemd has dealt with the dead
+        instance (a restart or an inactive unit), so the diagnosis does not see its dying processes."""
+        deadline = time.monotonic() + 2.0 + 30.0 * self.policy.time_scale
+        seen_dead = False
+        while True:
+            st = await ops.state()
+            if st.n_restarts > before.n_restarts or st.inactive:
+                return True
+            if st.main_pid != before.main_pid or st.active_state != "active":
+                seen_dead = True
+            if time.monotonic() > deadline:
+                return seen_dead
+            await asyncio.sleep(max(0.05, 0.5 * self.policy.time_scale))
 
     async def deploy(self, ctx: JobContext, ops: UnitOps, text: str, rev: Revision, *, action: str,
                      detail: dict[str, Any]) -> ReadyReport:

@@ -3,7 +3,7 @@ recorded revisions, and the careful stop/start of a unit (deploy).
 
 The names below are the package's public API: other packages import only these."""
 
-from services.units.deploy import ReadyReport, StartFailed, UnitOps
+from services.units.deploy import ReadyReport, StartFailed, UnitOps, UnitState
 from services.units.editor import get_flag, read_exec_start, rewrite_exec_start
 from services.units.engine_cli import EngineCli, EngineOption, FlagProblem, check_argv, engine_of, parse_help
 from services.units.revisions import Revision, Revisions
@@ -33,6 +33,7 @@ __all__ = [
     "Revisions",
     "StartFailed",
     "UnitOps",
+    "UnitState",
     "apply_changes",
     "check_argv",
     "check_plain",

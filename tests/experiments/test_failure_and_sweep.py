@@ -15,7 +15,8 @@ def _job_id(text: str) -> int:
 
 
 async def test_seed_try_10_steps_fails_diagnosed_and_rolls_back(make_bot) -> None:
-    bot = await make_bot("seed", bench=SMALL)
+    """Without the ramp: the benchmark's C=1 level runs, the server dies at C=8, partial results are posted."""
+    bot = await make_bot("seed", bench=SMALL, policy={"ramp_before_benchmark": False})
     before = bot.unit_text()
     assert "--speculative-num-steps 5" in before
     job = await bot.wait_job(_job_id((await bot.say("try 10 steps")).text), timeout=180)
@@ -32,6 +33,27 @@ async def test_seed_try_10_steps_fails_diagnosed_and_rolls_back(make_bot) -> Non
     assert [r[0] for r in tables[0].reply.tables[0].rows] == ["1"]
     # the host is back on the previous revision and serves
     assert bot.unit_text() == before
+    await _serves(bot)
+
+
+async def test_seed_try_10_steps_stops_at_the_ramp_level_that_breaks(make_bot) -> None:
+    """With the ramp (default): 1 request holds, 2 together kill it; rolled back before any benchmark level."""
+    bot = await make_bot("seed", bench=SMALL)
+    before = bot.unit_text()
+    job = await bot.wait_job(_job_id((await bot.say("try 10 steps")).text), timeout=180)
+    assert job.state == "failed"
+    assert "crashed under the ramp at C=2 (C=1 held;" in job.summary, job.summary
+    assert "the full benchmark was not run" in job.summary
+    failure = bot.messages(lambda d: d.key == f"job:{job.id}:failure")
+    text = failure[-1].reply.text
+    assert "Ramp: C=1 held; it failed at C=2" in text, text
+    assert "cuda_oom_runtime" in text and "Rolled back automatically" in text, text
+    assert not bot.messages(lambda d: d.thread_of == f"job:{job.id}" and d.reply.tables)  # nothing benchmarked
+    assert bot.unit_text() == before
+    await _serves(bot)
+
+
+async def _serves(bot) -> None:  # type: ignore[no-untyped-def]
     async with httpx.AsyncClient(timeout=10) as client:
         r = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
                               json={"model": "x", "prompt": "hi", "max_tokens": 4})

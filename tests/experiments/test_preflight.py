@@ -119,3 +119,28 @@ def test_sim_help_is_the_059_flag_set() -> None:
     assert not cli.by_name["--trust-remote-code"].takes_value
     assert cli.by_name["--cuda-graph-bs"].nargs == "+"
     assert Path(__file__).exists()
+
+
+async def test_forecast_from_this_hosts_starts_is_shown_and_its_error_kept(make_bot) -> None:
+    bot = await make_bot("healthy")  # steps 3 serving; no confirmation
+    for steps in (2, 4, 5):
+        job = await bot.wait_job(int(re.search(r"Job (\d+)", (await bot.say(f"try {steps} steps c=1")).text)
+                                     .group(1)), timeout=120)
+        assert job.state == "succeeded", job.summary
+    dry = await bot.say("try 3 steps --dry-run")
+    assert "forecast: KV cache ~295,9" in dry.text, dry.text
+    assert "(fit on steps 2, steps 4, steps 5)" in dry.text
+    ten = await bot.say("try 10 steps c=1,16 --dry-run")
+    assert "⚠ no measured point beyond 6 draft tokens (steps 5): forecast is an extrapolation" in ten.text, ten.text
+    assert "below the benchmark's highest concurrency 16" in ten.text
+
+    job = await bot.wait_job(int(re.search(r"Job (\d+)", (await bot.say("try 3 steps c=1")).text).group(1)),
+                             timeout=120)
+    assert job.state == "succeeded", job.summary
+    err = job.result["forecast"]["error"]
+    assert err["max_total_num_tokens"]["logged"] == 295931  # the field notes' figure, as the sim logs it
+    assert abs(err["max_total_num_tokens"]["error_pct"]) < 5
+    assert err["max_running_requests"] == {"forecast": 17, "logged": 17, "error_pct": 0.0}
+    shown = await bot.say(f"show {job.id}")
+    assert re.search(r"forecast max_total_num_tokens: 295,93\d vs logged 295,931 \([+-]0\.0 %\)", shown.text), \
+        shown.text
