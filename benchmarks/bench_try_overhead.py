@@ -8,7 +8,9 @@ table and the host's journal (`__REALTIME_TIMESTAMP` of each entry):
 * sim phases = the server's own work, as the journal shows it: stop (`Stopping` -> `Stopped`) and
                load (`Started` -> SGLang's ready line `The server is fired up and ready to roll!`)
 * bench      = the benchmark's own measured time (sum of the levels' `duration_s` in the stored run)
-* overhead   = wall - sim phases - bench: reading the unit, revisions, upload, daemon-reload, the
+* ramp       = the ramp step (issue 15: 1, 2, 4, ... requests at once up to the top level before the
+               benchmark): deliberate load on the server, not counted as overhead
+* overhead   = wall - sim phases - bench - ramp: reading the unit, revisions, upload, daemon-reload, the
                stop/GPU-release polls, following the journal, /health and the test generation, the
                benchmark child's start, storing results, every database write
 * ready lag  = when pitcrew saw the ready line (start step's started_at + its `ready_line_s`) minus
@@ -106,10 +108,13 @@ async def run(tries: int, scale: float) -> dict[str, Any]:
                 stop_s = (ph["Stopped"] - ph["Stopping"]).total_seconds()
                 load_s = (ph["ready"] - ph["Started"]).total_seconds()
                 bench_s = sum(float(lv.get("duration_s") or 0) for lv in (bench_run.raw or {}).get("levels", []))
+                ramp_s = (steps["ramp"].finished_at - steps["ramp"].started_at).total_seconds() \
+                    if "ramp" in steps else 0.0
                 start = steps["start"]
                 seen = start.started_at.timestamp() + float(start.detail["ready_line_s"])
                 rows.append({"job": job_id, "wall_s": wall, "sim_stop_s": stop_s, "sim_load_s": load_s,
-                             "bench_s": bench_s, "overhead_s": wall - stop_s - load_s - bench_s,
+                             "bench_s": bench_s, "ramp_s": ramp_s,
+                             "overhead_s": wall - stop_s - load_s - bench_s - ramp_s,
                              "ready_lag_s": seen - ph["ready"].timestamp(),
                              "serving_lag_s": (start.finished_at - ph["ready"]).total_seconds(),
                              "steps_s": {k: round((v.finished_at - v.started_at).total_seconds(), 3)
@@ -204,10 +209,11 @@ def main() -> int:
         print(json.dumps(res, indent=1))
     print(f"try-cycle overhead on the simulated host (time scale {args.time_scale}, {args.tries} tries, "
           f"bench {BENCH['requests_per_level']} req x {BENCH['output_len']} tok at C=1)")
-    print(f"{'job':>4} {'wall':>7} {'stop':>6} {'load':>6} {'bench':>6} {'overhead':>9} {'ready lag':>10} "
+    print(f"{'job':>4} {'wall':>7} {'stop':>6} {'load':>6} {'bench':>6} {'ramp':>5} {'overhead':>9} {'ready lag':>10} "
           f"{'serving lag':>12}  steps")
     for r in rows:
         print(f"{r['job']:>4} {r['wall_s']:7.2f} {r['sim_stop_s']:6.2f} {r['sim_load_s']:6.2f} {r['bench_s']:6.2f} "
+              f"{r['ramp_s']:5.2f} "
               f"{r['overhead_s']:9.2f} {r['ready_lag_s']:10.3f} {r['serving_lag_s']:12.3f}  "
               + " ".join(f"{k}={v}" for k, v in r["steps_s"].items()))
     ov = [r["overhead_s"] for r in rows]

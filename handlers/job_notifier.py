@@ -102,7 +102,10 @@ def failure_reply(e: JobFinished, diag: dict[str, Any], detail: dict[str, Any]) 
         lines.append(f"It ran before it died: accept len {ran.get('accept_len')}, "
                      f"{ran.get('gen_throughput_tok_s')} tok/s.")
     if detail.get("ramp_failed_at"):
-        held = ", ".join(f"C={c}" for c in detail.get("ramp_levels_ok") or []) or "no level"
+        rates = detail.get("ramp_tok_s") or {}
+        held = ", ".join(f"C={c}" + (f" ({float(rates[str(c)]):.0f} tok/s end to end per request)"
+                                     if str(c) in rates else "")
+                         for c in detail.get("ramp_levels_ok") or []) or "no level"
         lines.append(f"Ramp: {held} held; it failed at C={detail['ramp_failed_at']}, so the full benchmark "
                      "was not run.")
     if detail.get("rolled_back_to"):

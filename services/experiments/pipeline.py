@@ -68,7 +68,7 @@ class ExperimentPolicy:
     sweep_end: str = "best"  # "best" or "start"
     time_scale: float = 1.0
     ramp: bool = True  # after a start, load up to the top benchmark level in steps before the benchmark
-    ramp_tokens: int = 32
+    ramp_tokens: int = 64
 
 
 @dataclass(frozen=True)
@@ -344,7 +344,8 @@ class Experiments:
                 res = await ramp(ops.spec.server_url, top, max_tokens=self.policy.ramp_tokens,
                                  timeout_s=min(self.bench_defaults.max_duration_s, 120.0),
                                  progress=lambda c: self.progress(ctx, f"ramp C={c}", f"up to C={top}"))
-                d.update({"levels_ok": res.levels_ok, "failed_at": res.failed_at, "seconds": round(res.seconds, 2)})
+                d.update({"levels_ok": res.levels_ok, "failed_at": res.failed_at, "seconds": round(res.seconds, 2),
+                          "tok_s": {str(k): round(v, 1) for k, v in res.tok_s.items()}})
         except JobCancelled:
             await self.restore(ctx, ops, before, reason="cancelled")
             raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") from None
@@ -357,6 +358,7 @@ class Experiments:
         err = DeployFailed(f"{label} on {host}: the server {what} under the ramp at C={res.failed_at} ({held}; "
                            f"{res.error}); the full benchmark was not run",
                            result={"ramp_failed_at": res.failed_at, "ramp_levels_ok": res.levels_ok,
+                                   "ramp_tok_s": {str(k): round(v, 1) for k, v in res.tok_s.items()},
                                    "crashed": crashed, "capacity": outcome.capacity, "forecast": outcome.forecast})
         # a crash is the server's own failure: with the incident watch on, it follows the restarts and rolls back
         watched = self.notices is not None and crashed

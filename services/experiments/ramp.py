@@ -28,6 +28,7 @@ class RampResult:
     failed_at: int | None = None
     error: str = ""
     seconds: float = 0.0
+    tok_s: dict[int, float] = field(default_factory=dict)  # level -> median per-request rate (tokens / wall)
 
 
 def ramp_levels(top: int) -> tuple[int, ...]:
@@ -41,15 +42,21 @@ def ramp_levels(top: int) -> tuple[int, ...]:
     return tuple(levels)
 
 
-async def _one(client: httpx.AsyncClient, url: str, model: str, max_tokens: int, i: int) -> str | None:
+async def _one(client: httpx.AsyncClient, url: str, model: str, max_tokens: int, i: int) -> tuple[str | None, float]:
+    """(error or None, tokens per second of this request)."""
     body = {"model": model, "prompt": f"Count from {i} upwards:", "max_tokens": max_tokens, "temperature": 0}
+    t0 = time.monotonic()
     try:
         r = await client.post(f"{url}/v1/completions", json=body)
     except httpx.HTTPError as e:
-        return f"{type(e).__name__}: {str(e)[:120]}" if str(e) else type(e).__name__
+        return (f"{type(e).__name__}: {str(e)[:120]}" if str(e) else type(e).__name__), 0.0
     if r.status_code != 200:
-        return f"HTTP {r.status_code}: {r.text[:120]}"
-    return None
+        return f"HTTP {r.status_code}: {r.text[:120]}", 0.0
+    try:
+        tokens = int(r.json()["usage"]["completion_tokens"])
+    except (ValueError, KeyError, TypeError):
+        tokens = 0
+    return None, tokens / max(time.monotonic() - t0, 1e-6)
 
 
 async def ramp(url: str, top: int, *, model: str = "default", max_tokens: int = 32, timeout_s: float = 60.0,
@@ -66,8 +73,11 @@ async def ramp(url: str, top: int, *, model: str = "default", max_tokens: int = 
         for c in ramp_levels(top):
             if progress is not None:
                 await progress(c)
-            errors = await asyncio.gather(*(_one(client, url, model, max_tokens, i) for i in range(c)))
-            bad = [e for e in errors if e]
+            answers = await asyncio.gather(*(_one(client, url, model, max_tokens, i) for i in range(c)))
+            bad = [e for e, _ in answers if e]
+            rates = sorted(r for e, r in answers if not e and r > 0)
+            if rates:
+                result.tok_s[c] = rates[len(rates) // 2]
             if bad:
                 result.failed_at = c
                 result.error = f"{len(bad)} of {c} requests failed ({bad[0]})"
