@@ -202,6 +202,20 @@ class Experiments:
         report.seconds = time.monotonic() - t0
         return report
 
+    async def preflight_gate(self, ctx: JobContext, ops: UnitOps, before: Revision,
+                             new_argv: tuple[str, ...]) -> None:
+        """Right before a deploy (the host may have changed since the preview; sweeps have no per-value preview):
+        the engine's flag check and the host checks again; a ✗ fails the trial with the host untouched."""
+        async with ctx.step("preflight") as d:
+            checks = [*await check_flags(self.engine_flags, ops.host, new_argv),
+                      *await check_host(ops.host, ops.unit, before.text, new_argv)]
+            d["checks"] = [c.line() for c in checks]
+        failed = [c.text for c in checks if c.status == FAIL]
+        if failed:
+            raise DeployFailed(f"preflight refused the new configuration on {ctx.job.host}: {'; '.join(failed)}. "
+                               "Nothing on the host was changed.",
+                               result={"preflight": [c.line() for c in checks], "host_untouched": True})
+
     async def capacity_history(self, host: str, limit: int = 60) -> list[CapacityPoint]:
         """This host's recorded configurations with the capacity their start logged (oldest first)."""
         points: list[CapacityPoint] = []
@@ -278,6 +292,7 @@ class Experiments:
         await ctx.checkpoint()
         predicted = await self.forecast_for(host, plan.new_argv) if plan.changed else None
         if plan.changed:
+            await self.preflight_gate(ctx, ops, before, plan.new_argv)
             new_text = rewrite_exec_start(before.text, plan.new_argv)
             after = await self.revisions.observe(host, ops.unit, new_text, source="deployed",
                                                  by=ctx.job.requested_by_name or ctx.job.requested_by)

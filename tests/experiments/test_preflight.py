@@ -144,3 +144,23 @@ async def test_forecast_from_this_hosts_starts_is_shown_and_its_error_kept(make_
     shown = await bot.say(f"show {job.id}")
     assert re.search(r"forecast max_total_num_tokens: 295,93\d vs logged 295,931 \([+-]0\.0 %\)", shown.text), \
         shown.text
+
+
+async def test_a_host_that_changed_after_the_preview_fails_the_job_before_the_stop(make_bot) -> None:
+    bot = await make_bot("healthy", confirm=("try",))
+    await bot.sim.wait_ready(60)
+    reply = await bot.say("try 4 steps c=1")
+    job_id = int(re.search(r"Job (\d+)", reply.text).group(1))  # the preview passed
+    before_text = bot.unit_text()
+    before_restarts = await _n_restarts(bot)
+    stops_before = sum("Stopping" in m for m in _messages(bot.sim))
+    model_dir = next((bot.sim.root / "models").iterdir())
+    shutil.rmtree(model_dir)
+    await bot.say(f"yes {job_id}")
+    job = await bot.wait_job(job_id)
+    assert job.state == "failed"
+    assert f"preflight refused the new configuration on {bot.sim.info['name']}: model path: {model_dir} does not " \
+           "exist on the host. Nothing on the host was changed." == job.summary
+    assert bot.unit_text() == before_text
+    assert await _n_restarts(bot) == before_restarts
+    assert sum("Stopping" in m for m in _messages(bot.sim)) == stops_before
