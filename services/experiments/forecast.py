@@ -47,15 +47,18 @@ class Forecast:
     used: tuple[CapacityPoint, ...]
     extrapolated: bool
     notes: tuple[str, ...]
+    bound: str = ""  # "at most" / "at least" when one measured point gives only a bound
 
     def to_json(self) -> dict[str, Any]:
-        return {"max_total_num_tokens": self.tokens, "max_running_requests": self.max_running,
+        return {"max_total_num_tokens": self.tokens, "max_running_requests": self.max_running, "bound": self.bound,
                 "points": [p.label for p in self.used], "extrapolated": self.extrapolated, "notes": list(self.notes)}
 
     def line(self) -> str:
-        mrr = f", max running requests ~{self.max_running}" if self.max_running is not None else ""
+        approx = f"{self.bound} " if self.bound else "~"
+        mrr = f", max running requests {approx}{self.max_running}" if self.max_running is not None else ""
         used = ", ".join(p.label for p in self.used)
-        return f"forecast: KV cache ~{self.tokens:,} tokens{mrr} (fit on {used})"
+        how = "from" if len(self.used) == 1 else "fit on"
+        return f"forecast: KV cache {approx}{self.tokens:,} tokens{mrr} ({how} {used})"
 
 
 def _num(v: str | None, kind: type) -> Any:
@@ -134,11 +137,14 @@ def forecast(target: CapacityPoint, history: Sequence[CapacityPoint]) -> Forecas
     for p in group:
         by_d[p.draft_tokens] = p
     used = tuple(sorted(by_d.values(), key=lambda p: p.draft_tokens))
+    bound = ""
     if len(used) == 1:
         only = used[0]
         tokens = only.tokens or 0
         if only.draft_tokens != target.draft_tokens:
-            notes.append(f"one measured point ({only.label}): forecast assumes the same capacity")
+            # more draft tokens reserve more per request, so one point bounds the capacity from one side
+            bound = "at most" if target.draft_tokens > only.draft_tokens else "at least"
+            notes.append(f"one measured point ({only.label}): no trend to fit, only a bound")
     else:
         a, b = _fit(used)
         inv = a + b * target.draft_tokens
@@ -157,7 +163,8 @@ def forecast(target: CapacityPoint, history: Sequence[CapacityPoint]) -> Forecas
         mrr = int(tokens // slot)
         if cap:
             mrr = min(mrr, cap)
-    return Forecast(tokens=max(tokens, 0), max_running=mrr, used=used, extrapolated=extrapolated, notes=tuple(notes))
+    return Forecast(tokens=max(tokens, 0), max_running=mrr, used=used, extrapolated=extrapolated, notes=tuple(notes),
+                    bound=bound)
 
 
 def forecast_error(fc: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:

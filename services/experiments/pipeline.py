@@ -168,7 +168,7 @@ class Experiments:
             # pitcrew's schema refuses it; when the engine's own parser does too, its wording is the answer
             checks = await check_flags(self.engine_flags, ops.host, with_flags(argv, changes))
             if any(c.status == FAIL for c in checks):
-                diff = tuple(f"{k} -> {v}" for k, v in changes.items())
+                diff = tuple(f"{k} {get_flag(argv, k) or '(unset)'} -> {v}" for k, v in changes.items())
                 return Preview(host, ops.unit_path, diff, (), True, tuple(c.line() for c in checks), refused=True)
             raise
         diff = tuple(format_change(c) for c in plan.diff)

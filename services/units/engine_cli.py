@@ -12,6 +12,7 @@ each worded as argparse words it (``launch_server.py: error: argument --mem-frac
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -230,6 +231,10 @@ def check_argv(cli: EngineCli, argv: Sequence[str], start: int,
                 problems.append(FlagProblem(name, f"ambiguous option: {name} could match {', '.join(candidates)}"))
             else:
                 extras.append(w)
+                close = difflib.get_close_matches(name, [n for n in cli.by_name if n.startswith("--")], n=1,
+                                                  cutoff=0.8)
+                if close and name not in removed:
+                    problems.append(FlagProblem(name, f"{name}: did you mean {close[0]}?", "note"))
                 if name in removed:
                     problems.append(FlagProblem(name, f"{name} was accepted by {cli.engine} {removed[name]} on this "
                                                       f"host and is not by {cli.version} (removed or renamed)",

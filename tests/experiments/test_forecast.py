@@ -48,6 +48,14 @@ def test_steps_10_from_steps_2_to_5_is_an_extrapolation_with_few_requests() -> N
     assert fc.max_running is not None and fc.max_running < 16
 
 
+def test_one_point_gives_a_bound_on_the_side_draft_tokens_move() -> None:
+    fc = forecast(CapacityPoint(11, 0.88, None), [_point(4)])
+    assert fc is not None and fc.bound == "at most" and fc.tokens == _point(4).tokens
+    assert fc.line() == "forecast: KV cache at most 243,470 tokens, max running requests at most 14 (from steps 4)"
+    below = forecast(CapacityPoint(3, 0.88, None), [_point(4)])
+    assert below is not None and below.bound == "at least"
+
+
 def test_other_mem_fraction_is_said_and_nothing_recorded_gives_none() -> None:
     assert forecast(CapacityPoint(4, 0.88, None), []) is None
     fc = forecast(CapacityPoint(4, 0.80, None), [_point(2), _point(4)])

@@ -49,6 +49,8 @@ async def test_bad_value_typo_and_missing_model_are_refused_before_anything_stop
     typo = await bot.say("try --speculative-num-stepz 4")
     assert typo.text.startswith("Refused"), typo.text
     assert "launch_server.py: error: unrecognized arguments: --speculative-num-stepz 4" in typo.text
+    assert "⚠ sglang 0.5.9: --speculative-num-stepz: did you mean --speculative-num-steps?" in typo.text
+    assert "--speculative-num-stepz (unset) -> 4" in (typo.code or "")
 
     model_dir = next((bot.sim.root / "models").iterdir())
     shutil.rmtree(model_dir)
