@@ -28,6 +28,12 @@ timed too, as the latency `try` adds before anything is queued. Goal: the ramp r
 
     .venv/bin/python benchmarks/bench_try_overhead.py [--tries 6] [--time-scale 0.01]
     .venv/bin/python benchmarks/bench_try_overhead.py --rollback [--tries 3]
+
+`--preflight` times the preflight's parts over SSH against the simulated host, K times each: the engine flag
+table read (version probe + `--help` + the parser's types, what a version change costs), the cached flag check
+(the version probe only), and the host checks (one SSH exec). Goal for the host checks: < 2 s.
+
+    .venv/bin/python benchmarks/bench_try_overhead.py --preflight [--tries 10]
 """
 
 from __future__ import annotations
@@ -170,6 +176,53 @@ async def run_rollback(tries: int, scale: float, ramp: bool) -> list[dict[str, f
     return rows
 
 
+GOAL_HOST_CHECKS_S = 2.0
+
+
+async def run_preflight(tries: int, scale: float) -> dict[str, list[float]]:
+    from rel_kit import settings_for
+
+    from bot.app import build_core
+    from services.experiments.preflight import EngineFlagCache, check_flags, check_host
+    from services.units import read_exec_start
+    from simhost.host import SimHost
+
+    out: dict[str, list[float]] = {"flag table read": [], "flag check (cached)": [], "host checks": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        async with AsyncExitStack() as stack:
+            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", time_scale=scale))
+            core = await build_core(settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db"), stack,
+                                    transport="bench", time_scale=scale, watch_journals=False, start_scheduler=False)
+            await sim.wait_ready(60)
+            host = core.experiments.hosts.get(sim.info["name"])
+            text = Path(sim.unit_path).read_text()
+            argv = read_exec_start(text).argv
+            for _ in range(tries):
+                cache = EngineFlagCache()
+                t0 = time.monotonic()
+                await check_flags(cache, host, argv)
+                out["flag table read"].append(time.monotonic() - t0)
+                t0 = time.monotonic()
+                await check_flags(cache, host, argv)
+                out["flag check (cached)"].append(time.monotonic() - t0)
+                t0 = time.monotonic()
+                await check_host(host, sim.info["unit"], text, argv)
+                out["host checks"].append(time.monotonic() - t0)
+    return out
+
+
+def main_preflight(args: argparse.Namespace) -> int:
+    res = asyncio.run(run_preflight(args.tries, args.time_scale))
+    print(f"preflight over SSH against the simulated host ({args.tries} runs each)")
+    for name, ts in res.items():
+        print(f"  {name:20} median {statistics.median(ts) * 1000:6.0f} ms, max {max(ts) * 1000:6.0f} ms")
+    worst = max(res["host checks"])
+    ok = worst < GOAL_HOST_CHECKS_S
+    print(f"host checks (one SSH exec): max {worst:.2f} s — goal < {GOAL_HOST_CHECKS_S:g} s: "
+          f"{'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
 def main_rollback(args: argparse.Namespace) -> int:
     off = asyncio.run(run_rollback(args.tries, args.time_scale, ramp=False))
     on = asyncio.run(run_rollback(args.tries, args.time_scale, ramp=True))
@@ -200,7 +253,10 @@ def main() -> int:
     ap.add_argument("--time-scale", type=float, default=0.01)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--rollback", action="store_true", help="confirm -> rollback of try 10 steps, ramp off vs on")
+    ap.add_argument("--preflight", action="store_true", help="time the preflight's parts over SSH")
     args = ap.parse_args()
+    if args.preflight:
+        return main_preflight(args)
     if args.rollback:
         return main_rollback(args)
     res = asyncio.run(run(args.tries, args.time_scale))

@@ -86,6 +86,12 @@ async def test_dry_run_changes_nothing_is_audited_and_the_preview_has_check_line
     # the flag table is read once per host + interpreter + version, then cached
     await bot.say("try 5 steps --dry-run")
     assert bot.core.experiments.engine_flags.reads == reads_before + 1
+    # an upgrade on the host (here: the installed version's metadata) makes it read the table again
+    meta = bot.sim.root / "lib" / "python" / "sglang-0.5.9.dist-info" / "METADATA"
+    meta.write_text(meta.read_text().replace("Version: 0.5.9", "Version: 0.5.10"))
+    upgraded = await bot.say("try 5 steps --dry-run")
+    assert bot.core.experiments.engine_flags.reads == reads_before + 2
+    assert "✓ flags: sglang 0.5.10's parser accepts" in upgraded.text
 
     # a real try shows the same lines in its preview, and a Check only button
     reply = await bot.say("try 4 steps c=1")
