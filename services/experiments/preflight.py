@@ -125,7 +125,7 @@ class PreflightReport:
 
 
 @dataclass
-class _Cached:
+class CachedFlags:
     cli: EngineCli
     removed: dict[str, str]  # flags earlier versions on this host+interpreter accepted -> that version
 
@@ -134,11 +134,11 @@ class EngineFlagCache:
     """Engine flag tables per (host, interpreter, engine version); re-read when the version changes."""
 
     def __init__(self, *, help_timeout_s: float = 120.0) -> None:
-        self._by_key: dict[tuple[str, str], _Cached] = {}
+        self._by_key: dict[tuple[str, str], CachedFlags] = {}
         self.help_timeout_s = help_timeout_s
         self.reads = 0  # how many times the help was read from an engine (for tests and metrics)
 
-    async def get(self, host: Host, engine: str, python: str) -> _Cached | None:
+    async def get(self, host: Host, engine: str, python: str) -> CachedFlags | None:
         if engine != "sglang":
             return None
         res = await host.run(["bash", "-c", _VERSION_SCRIPT, "pitcrew-version", python], timeout=20.0)
@@ -164,7 +164,7 @@ class EngineFlagCache:
             removed = {**cached.removed, **{n: cached.cli.version for n in cached.cli.by_name
                                             if n not in cli.by_name}}
         self.reads += 1
-        entry = _Cached(cli, removed)
+        entry = CachedFlags(cli, removed)
         self._by_key[key] = entry
         return entry
 

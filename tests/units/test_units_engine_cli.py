@@ -75,3 +75,27 @@ def test_removed_and_deprecated_flags_are_named() -> None:
 def test_vllm_is_recognised_as_a_seam() -> None:
     assert engine_of(["/opt/v/bin/vllm", "serve", "m"]) == ("vllm", "/opt/v/bin/vllm", 2)
     assert engine_of(["/bin/sleep", "1"]) is None
+
+
+def test_help_with_wrapped_help_texts_reads_the_same_table() -> None:
+    """Real SGLang prints a help text under every flag (wrapped, some mentioning other flags): same table."""
+    import argparse
+
+    from simhost.sglang.flags_059 import FLAGS_059
+
+    plain = build_parser()
+    wordy = argparse.ArgumentParser(prog="launch_server.py")
+    for action in plain._actions:
+        if not action.option_strings or "--help" in action.option_strings:
+            continue
+        kw = {"dest": action.dest, "help": f"What {action.dest} does; see also --model-path and -h. " * 3}
+        if action.nargs == 0:
+            kw["action"] = "store_true"
+        else:
+            kw.update(type=action.type, choices=action.choices, nargs=action.nargs, metavar=action.metavar)
+        wordy.add_argument(*action.option_strings, **kw)  # type: ignore[arg-type]
+    a = parse_help(plain.format_help(), engine="sglang", version="0.5.9")
+    b = parse_help(wordy.format_help(), engine="sglang", version="0.5.9")
+    assert len(b.options) == len(FLAGS_059) == 331
+    assert [(o.names, o.takes_value, o.nargs, o.choices) for o in a.options] == \
+        [(o.names, o.takes_value, o.nargs, o.choices) for o in b.options]
