@@ -24,6 +24,7 @@ from services.experiments.forecast import CapacityPoint, Forecast, config_point,
 from services.experiments.preflight import (
     FAIL,
     OK,
+    PREVIEW_FLAG_WAIT_S,
     WARN,
     Check,
     EngineFlagCache,
@@ -166,7 +167,8 @@ class Experiments:
             plan = apply_changes(argv, changes)
         except UserInputError:
             # pitcrew's schema refuses it; when the engine's own parser does too, its wording is the answer
-            checks = await check_flags(self.engine_flags, ops.host, with_flags(argv, changes))
+            checks = await check_flags(self.engine_flags, ops.host, with_flags(argv, changes),
+                                       wait_s=PREVIEW_FLAG_WAIT_S)
             if any(c.status == FAIL for c in checks):
                 diff = tuple(f"{k} {get_flag(argv, k) or '(unset)'} -> {v}" for k, v in changes.items())
                 return Preview(host, ops.unit_path, diff, (), True, tuple(c.line() for c in checks), refused=True)
@@ -183,7 +185,7 @@ class Experiments:
         """Flags by the engine's parser, host checks (one exec each, concurrently) and the capacity forecast."""
         t0 = time.monotonic()
         flags, hostc, fc = await asyncio.gather(
-            check_flags(self.engine_flags, ops.host, new_argv),
+            check_flags(self.engine_flags, ops.host, new_argv, wait_s=PREVIEW_FLAG_WAIT_S),
             check_host(ops.host, ops.unit, text, new_argv),
             self.forecast_for(ops.spec.name, new_argv))
         report = PreflightReport(checks=[*flags, *hostc])

@@ -19,6 +19,7 @@ A ✗ refuses the job before anything on the host changes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ MARK = "@@pitcrew-section "
 DISK_FAIL_MIB = 1024
 DISK_WARN_MIB = 5 * 1024
 SGLANG_DEFAULT_PORT = 30000
+PREVIEW_FLAG_WAIT_S = 20.0  # the chat preview waits this long for a first read of the engine's flags
 
 _VERSION_SCRIPT = (
     'py="$1"; "$py" -c \'import importlib.metadata as m; print(m.version("sglang"))\' 2>/dev/null || echo "?"'
@@ -131,22 +133,48 @@ class CachedFlags:
 
 
 class EngineFlagCache:
-    """Engine flag tables per (host, interpreter, engine version); re-read when the version changes."""
+    """Engine flag tables per (host, interpreter, engine version); re-read when the version changes.
+
+    Reading a table can take long on a real host (``--help`` imports the engine, torch included); a caller
+    that cannot wait (the chat preview) gives ``wait_s`` and gets `HostError` when the read takes longer,
+    while the read goes on in the background and fills the cache for the next call."""
 
     def __init__(self, *, help_timeout_s: float = 120.0) -> None:
         self._by_key: dict[tuple[str, str], CachedFlags] = {}
+        self._reading: dict[tuple[str, str, str], asyncio.Task[CachedFlags]] = {}
         self.help_timeout_s = help_timeout_s
         self.reads = 0  # how many times the help was read from an engine (for tests and metrics)
 
-    async def get(self, host: Host, engine: str, python: str) -> CachedFlags | None:
+    async def get(self, host: Host, engine: str, python: str, *, wait_s: float | None = None) -> CachedFlags | None:
         if engine != "sglang":
             return None
         res = await host.run(["bash", "-c", _VERSION_SCRIPT, "pitcrew-version", python], timeout=20.0)
         version = (res.stdout.strip().splitlines() or ["?"])[-1].strip() or "?"
-        key = (host.spec.name, python)
-        cached = self._by_key.get(key)
+        cached = self._by_key.get((host.spec.name, python))
         if cached is not None and cached.cli.version == version:
             return cached
+        rkey = (host.spec.name, python, version)
+        task = self._reading.get(rkey)
+        if task is None:
+            task = asyncio.create_task(self._read(host, engine, python, version))
+            self._reading[rkey] = task
+            task.add_done_callback(lambda t: self._finished(rkey, t))
+        if wait_s is None:
+            return await task
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), wait_s)
+        except TimeoutError:
+            raise HostError(f"its --help takes longer than {wait_s:g} s; still reading it, not checked this "
+                            "time") from None
+
+    def _finished(self, rkey: tuple[str, str, str], task: asyncio.Task[CachedFlags]) -> None:
+        self._reading.pop(rkey, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.info("reading the engine flags on %s failed: %s", rkey[0], task.exception())
+
+    async def _read(self, host: Host, engine: str, python: str, version: str) -> CachedFlags:
+        key = (host.spec.name, python)
+        cached = self._by_key.get(key)
         t = self.help_timeout_s
         res = await host.run(["bash", "-c", _HELP_SCRIPT, "pitcrew-help", python, f"{t:g}", _TYPES_PY],
                              timeout=2 * t + 10)
@@ -180,8 +208,9 @@ def _json_obj(text: str) -> dict[str, Any]:
     return {}
 
 
-async def check_flags(cache: EngineFlagCache, host: Host, argv: Sequence[str]) -> list[Check]:
-    """The new ExecStart argv against the engine's own parser on the host."""
+async def check_flags(cache: EngineFlagCache, host: Host, argv: Sequence[str], *,
+                      wait_s: float | None = None) -> list[Check]:
+    """The new ExecStart argv against the engine's own parser on the host (`wait_s`: see `EngineFlagCache`)."""
     found = engine_of(argv)
     if found is None:
         return [Check(WARN, "flags: not checked (ExecStart= runs neither sglang.launch_server nor vllm serve)")]
@@ -189,7 +218,7 @@ async def check_flags(cache: EngineFlagCache, host: Host, argv: Sequence[str]) -
     if engine == "vllm":
         return [Check(WARN, "flags: not checked (vLLM's `vllm serve --help` is not read yet)")]
     try:
-        cached = await cache.get(host, engine, python)
+        cached = await cache.get(host, engine, python, wait_s=wait_s)
     except (HostError, PitcrewError, OSError) as e:
         return [Check(WARN, f"flags: could not read the engine's flags on {host.spec.name}: {e}")]
     if cached is None:
