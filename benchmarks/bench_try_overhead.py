@@ -183,7 +183,8 @@ async def run_preflight(tries: int, scale: float) -> dict[str, list[float]]:
     from rel_kit import settings_for
 
     from bot.app import build_core
-    from services.experiments.preflight import EngineFlagCache, check_flags, check_host
+    from services.experiments.host_checks import check_host
+    from services.experiments.preflight import EngineFlagCache, check_flags
     from services.units import read_exec_start
     from simhost.host import SimHost
 

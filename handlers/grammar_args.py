@@ -8,6 +8,7 @@ Every refusal is a `UserInputError` with one or two plain sentences.
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 from services.errors import UserInputError
 from services.units import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
@@ -143,9 +144,12 @@ def _engine_flag(tok: str) -> FlagDef | None:
     return FlagDef(name, "str", "a flag only the engine knows")
 
 
-def pairs(args: list[str], engine_flags: bool = False) -> list[tuple[FlagDef, str]]:
+Pair = tuple[FlagDef, str]
+
+
+def pairs(args: list[str], engine_flags: bool = False) -> list[Pair]:
     """(flag, raw value) pairs; with `engine_flags`, unknown ``--long-flags`` are kept for the engine to judge."""
-    out: list[tuple[FlagDef, str]] = []
+    out: list[Pair] = []
     i, n = 0, len(args)
     while i < n:
         tok = args[i]
@@ -154,53 +158,59 @@ def pairs(args: list[str], engine_flags: bool = False) -> list[tuple[FlagDef, st
             continue
         raw = _engine_flag(tok) if engine_flags else None
         if raw is not None:
-            _, eq, inline = tok.partition("=")
-            if eq:
-                out.append((raw, inline))
-                i += 1
-            elif i + 1 < n and not args[i + 1].startswith("-") and "=" not in args[i + 1]:
-                out.append((raw, args[i + 1]))
-                i += 2
-            else:
-                out.append((raw, "true"))
-                i += 1
-            continue
-        if "=" in tok:
-            key, _, value = tok.partition("=")
-            if not key:
-                raise UserInputError("Write a change as flag=value, e.g. steps=10.")
-            fdef = resolve_flag(key)
-            if not value:
-                raise UserInputError(f"Give a value after '{key[:40]}=', e.g. {fdef.short}=<value>.")
-            out.append((fdef, value))
-            i += 1
-            continue
-        if is_flag_word(tok):
-            fdef = resolve_flag(tok)
-            if fdef.kind == "bool":
-                if i + 1 < n and args[i + 1].lower() in BOOL_WORDS:
-                    out.append((fdef, args[i + 1]))
-                    i += 2
-                else:
-                    out.append((fdef, "true"))
-                    i += 1
-                continue
-            if i + 1 >= n or "=" in args[i + 1] or is_flag_word(args[i + 1]):
-                raise UserInputError(f"Give a value for {fdef.short}, e.g. '{fdef.short} <value>'.")
-            out.append((fdef, args[i + 1]))
-            i += 2
-            continue
-        if i + 1 < n and is_flag_word(args[i + 1]):
-            out.append((resolve_flag(args[i + 1]), tok))
-            i += 2
-            continue
-        if NUM.fullmatch(tok) or re.fullmatch(r"[0-9.+-]+", tok):
-            if i + 1 < n and "=" not in args[i + 1] and not re.fullmatch(r"[0-9.+-]+", args[i + 1]):
-                resolve_flag(args[i + 1])  # "10 stpes": raises with a "did you mean"
-            raise UserInputError(f"I can't tell which flag '{tok[:40]}' is for. Write it like 'steps {tok[:40]}'.")
-        resolve_flag(tok)  # raises with a "did you mean"
-        raise UserInputError(f"I couldn't read '{tok[:40]}'.")  # pragma: no cover - resolve_flag raised
+            pair, used = _engine_pair(raw, args, i)
+        elif "=" in tok:
+            pair, used = _assignment(tok), 1
+        elif is_flag_word(tok):
+            pair, used = _flag_then_value(resolve_flag(tok), args, i)
+        elif i + 1 < n and is_flag_word(args[i + 1]):
+            pair, used = (resolve_flag(args[i + 1]), tok), 2
+        else:
+            _unreadable(tok, args, i)
+        out.append(pair)
+        i += used
     return out
+
+
+def _engine_pair(raw: FlagDef, args: list[str], i: int) -> tuple[Pair, int]:
+    """A flag only the engine knows: ``--x=v``, ``--x v``, or a switch."""
+    _, eq, inline = args[i].partition("=")
+    if eq:
+        return (raw, inline), 1
+    if i + 1 < len(args) and not args[i + 1].startswith("-") and "=" not in args[i + 1]:
+        return (raw, args[i + 1]), 2
+    return (raw, "true"), 1
+
+
+def _assignment(tok: str) -> Pair:
+    key, _, value = tok.partition("=")
+    if not key:
+        raise UserInputError("Write a change as flag=value, e.g. steps=10.")
+    fdef = resolve_flag(key)
+    if not value:
+        raise UserInputError(f"Give a value after '{key[:40]}=', e.g. {fdef.short}=<value>.")
+    return fdef, value
+
+
+def _flag_then_value(fdef: FlagDef, args: list[str], i: int) -> tuple[Pair, int]:
+    """``steps 10``, ``--flag value``; a switch takes an on/off word when one follows."""
+    n = len(args)
+    if fdef.kind == "bool":
+        if i + 1 < n and args[i + 1].lower() in BOOL_WORDS:
+            return (fdef, args[i + 1]), 2
+        return (fdef, "true"), 1
+    if i + 1 >= n or "=" in args[i + 1] or is_flag_word(args[i + 1]):
+        raise UserInputError(f"Give a value for {fdef.short}, e.g. '{fdef.short} <value>'.")
+    return (fdef, args[i + 1]), 2
+
+
+def _unreadable(tok: str, args: list[str], i: int) -> NoReturn:
+    if NUM.fullmatch(tok) or re.fullmatch(r"[0-9.+-]+", tok):
+        if i + 1 < len(args) and "=" not in args[i + 1] and not re.fullmatch(r"[0-9.+-]+", args[i + 1]):
+            resolve_flag(args[i + 1])  # "10 stpes": raises with a "did you mean"
+        raise UserInputError(f"I can't tell which flag '{tok[:40]}' is for. Write it like 'steps {tok[:40]}'.")
+    resolve_flag(tok)  # raises with a "did you mean"
+    raise UserInputError(f"I couldn't read '{tok[:40]}'.")  # pragma: no cover - resolve_flag raised
 
 
 def changes(pairs: list[tuple[FlagDef, str]], engine_values: bool = False) -> tuple[tuple[str, str], ...]:

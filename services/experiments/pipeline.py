@@ -21,6 +21,7 @@ from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_ev
 from services.errors import BenchmarkError, DeployFailed, JobCancelled, PitcrewError, UserInputError
 from services.events import EventBus
 from services.experiments.forecast import CapacityPoint, Forecast, config_point, forecast, forecast_error
+from services.experiments.host_checks import check_host
 from services.experiments.preflight import (
     FAIL,
     OK,
@@ -30,7 +31,6 @@ from services.experiments.preflight import (
     EngineFlagCache,
     PreflightReport,
     check_flags,
-    check_host,
 )
 from services.experiments.ramp import ramp
 from services.experiments.results import Results, RunSummary

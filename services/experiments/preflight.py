@@ -8,7 +8,7 @@ Three parts, each a line (✓ / ⚠ / ✗) in the preview:
   and read again when the version changes (the flags the previous version accepted are kept to name removed
   ones). The new command line is checked against it (`services.units.engine_cli.check_argv`); a refusal
   carries the engine's wording. vLLM (``vllm serve --help``) is a seam: said, not checked.
-* **The host, in one SSH exec** (a fixed script, values as positional parameters): model and tokenizer paths
+* **The host, in one SSH exec** (`services.experiments.host_checks`): model and tokenizer paths
   readable by the unit's user, the server port free or held only by the unit itself, free disk for logs, the
   GPUs of ``CUDA_VISIBLE_DEVICES`` present, and the GPU memory held by processes that are not the unit's
   (ownership as `services.diagnosis` judges it) small enough for the new mem-fraction.
@@ -27,26 +27,20 @@ from typing import Any
 
 import orjson
 
-from services.diagnosis import parse_evidence, split_sections, unit_own_pids
+from services.diagnosis import split_sections
 from services.errors import HostError, PitcrewError
 from services.hosts import Host
 from services.units import (
     EngineCli,
     check_argv,
     engine_of,
-    get_flag,
     parse_help,
-    service_environment,
-    service_user,
 )
 
 log = logging.getLogger(__name__)
 
 OK, WARN, FAIL = "✓", "⚠", "✗"
 MARK = "@@pitcrew-section "
-DISK_FAIL_MIB = 1024
-DISK_WARN_MIB = 5 * 1024
-SGLANG_DEFAULT_PORT = 30000
 PREVIEW_FLAG_WAIT_S = 20.0  # the chat preview waits this long for a first read of the engine's flags
 
 _VERSION_SCRIPT = (
@@ -63,37 +57,6 @@ _HELP_SCRIPT = (
 )
 
 # $1 unit, $2 timeout, $3 unit user ("" = the login user), $4 model path, $5 tokenizer path, $6 log dir
-_HOST_PARTS = (
-    'u="$1"; t="${2:-1.5}"; usr="$3"; d=$(mktemp -d 2>/dev/null || echo /tmp/pitcrew-pf-$$); mkdir -p "$d"',
-    '(timeout "$t" systemctl show "$u" -p MainPID,ControlGroup,ActiveState > "$d/show" 2>/dev/null) &',
-    '(timeout "$t" nvidia-smi --query-compute-apps=pid,process_name,used_memory'
-    ' --format=csv,noheader,nounits > "$d/apps" 2>/dev/null) &',
-    '(timeout "$t" nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory'
-    ' --format=csv,noheader,nounits > "$d/gpuapps" 2>/dev/null) &',
-    '(timeout "$t" nvidia-smi --query-gpu=index,uuid,memory.used,memory.total'
-    ' --format=csv,noheader,nounits > "$d/gpus" 2>/dev/null) &',
-    '(timeout "$t" ss -ltnp > "$d/ss" 2>/dev/null) &',
-    '(timeout "$t" df -Pk "$6" > "$d/disk" 2>/dev/null) &',
-    "wait",
-    "main=$(sed -n 's/^MainPID=//p' \"$d/show\" 2>/dev/null)",
-    "pids=$( { echo \"$main\"; cut -d, -f1 \"$d/apps\" 2>/dev/null; grep -o 'pid=[0-9]*' \"$d/ss\" | cut -d= -f2; }"
-    " | tr -dc '0-9\\n' | grep -v '^0*$' | sort -un | head -n 40 | paste -sd, -)",
-    f'for s in show apps gpuapps gpus ss disk; do echo "{MARK}$s"; cat "$d/$s" 2>/dev/null; done',
-    f'echo "{MARK}ps"',
-    'if [ -n "$pids" ]; then timeout "$t" ps -o pid=,ppid=,user:32=,lstart=,args= -p "$pids" 2>/dev/null; fi',
-    f'echo "{MARK}cgroup"',
-    'for p in $(echo "$pids" | tr , " "); do printf "%s " "$p"; head -n 1 "/proc/$p/cgroup" 2>/dev/null || echo; done',
-    f'echo "{MARK}paths"',
-    'me=$(id -un 2>/dev/null)',
-    'for p in "$4" "$5"; do [ -z "$p" ] && continue;'
-    ' if [ -n "$usr" ] && [ "$usr" != "$me" ]; then'
-    '  if timeout "$t" sudo -n -u "$usr" test -r "$p" 2>/dev/null; then r=yes; else r=unknown-or-no; fi;'
-    ' elif [ -r "$p" ]; then r=yes; else r=no; fi;'
-    ' if [ -e "$p" ]; then e=yes; else e=no; fi; printf "%s\\t%s\\t%s\\n" "$e" "$r" "$p"; done',
-    'rm -rf "$d"',
-    "exit 0",
-)
-_HOST_SCRIPT = "".join(p + (" " if p.endswith("&") else "; ") for p in _HOST_PARTS).strip().rstrip(";")
 
 
 @dataclass(frozen=True)
@@ -236,168 +199,4 @@ async def check_flags(cache: EngineFlagCache, host: Host, argv: Sequence[str], *
         typed = "with value types" if any(o.type for o in cli.options) else "names and choices only"
         checks.insert(0, Check(OK, f"flags: {cli.engine} {cli.version}'s parser accepts the command line "
                                    f"({len(cli.options)} flags known, {typed})"))
-    return checks
-
-
-def _argv_value(argv: Sequence[str], *names: str) -> str | None:
-    for n in names:
-        v = get_flag(argv, n)
-        if v is not None:
-            return v
-    return None
-
-
-def _is_local(path: str) -> bool:
-    return path.startswith("/") or path.startswith("./") or path.startswith("~")
-
-
-def _visible_gpus(env: dict[str, str]) -> list[str] | None:
-    v = env.get("CUDA_VISIBLE_DEVICES")
-    if v is None:
-        return None
-    return [p.strip() for p in v.split(",") if p.strip()]
-
-
-async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str], *,
-                     timeout_s: float = 4.0) -> list[Check]:
-    """One SSH exec: paths, port, disk, GPUs and memory not owned by the unit."""
-    model = _argv_value(argv, "--model-path", "--model") or ""
-    tokenizer = _argv_value(argv, "--tokenizer-path") or ""
-    user = service_user(unit_text) or ""
-    log_dir = "/var/log"
-    local = [p for p in (model, tokenizer) if p and _is_local(p)]
-    script_args = [unit, "1.5", user, local[0] if local else "", local[1] if len(local) > 1 else "", log_dir]
-    try:
-        res = await host.run(["bash", "-c", _HOST_SCRIPT, "pitcrew-preflight", *script_args], timeout=timeout_s)
-    except (HostError, PitcrewError, OSError) as e:
-        return [Check(WARN, f"host checks: {host.spec.name} did not answer ({e})")]
-    sections = split_sections(res.stdout)
-    evidence = parse_evidence(res.stdout)
-    own = unit_own_pids(evidence)
-    checks: list[Check] = []
-    checks.extend(_path_checks(model, tokenizer, sections.get("paths", ""), user))
-    checks.append(_port_check(argv, evidence, own, unit))
-    checks.append(_disk_check(sections.get("disk", ""), log_dir))
-    checks.extend(_gpu_checks(argv, unit_text, sections, own))
-    return checks
-
-
-def _path_checks(model: str, tokenizer: str, text: str, user: str) -> list[Check]:
-    rows = {}
-    for line in text.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 3:
-            rows[parts[2]] = (parts[0], parts[1])
-    who = f"the unit's user {user}" if user else "the unit's user"
-    out = []
-    for what, path in (("model path", model), ("tokenizer path", tokenizer)):
-        if not path:
-            if what == "model path":
-                out.append(Check(FAIL, "model path: ExecStart= gives no --model-path"))
-            continue
-        if not _is_local(path):
-            out.append(Check(OK, f"{what}: {path} is a hub name (downloaded at start, not checked)"))
-            continue
-        exists, readable = rows.get(path, ("?", "?"))
-        if exists == "no":
-            out.append(Check(FAIL, f"{what}: {path} does not exist on the host"))
-        elif readable == "no":
-            out.append(Check(FAIL, f"{what}: {path} is not readable by {who}"))
-        elif readable == "yes":
-            out.append(Check(OK, f"{what}: {path} exists and is readable by {who}"))
-        else:
-            out.append(Check(WARN, f"{what}: {path} exists; could not check that {who} can read it"))
-    return out
-
-
-def _port_check(argv: Sequence[str], evidence: dict[str, Any], own: set[int], unit: str) -> Check:
-    port_s = _argv_value(argv, "--port") or str(SGLANG_DEFAULT_PORT)
-    if not port_s.isdigit():
-        return Check(WARN, f"port: {port_s} is not a number (the flag check says more)")
-    port = int(port_s)
-    holders = [ln for ln in evidence.get("ss_listen") or [] if str(ln.get("local", "")).rsplit(":", 1)[-1] == port_s]
-    if not holders:
-        return Check(OK, f"port {port}: free")
-    others = [h for h in holders if h.get("pid") is not None and h["pid"] not in own]
-    unknown = [h for h in holders if h.get("pid") is None]
-    if others:
-        h = others[0]
-        return Check(FAIL, f"port {port}: held by pid {h['pid']} ({h.get('process')}), not by {unit}")
-    if unknown and not own:
-        return Check(FAIL, f"port {port}: held by a process pitcrew cannot see, and {unit} is not running")
-    if unknown:
-        return Check(WARN, f"port {port}: held by a process pitcrew cannot see (probably {unit} itself)")
-    return Check(OK, f"port {port}: held only by {unit} itself (freed by the stop)")
-
-
-def _disk_check(text: str, path: str) -> Check:
-    for line in text.splitlines()[1:]:
-        cols = line.split()
-        if len(cols) >= 4 and cols[3].isdigit():
-            free_mib = int(cols[3]) // 1024
-            if free_mib < DISK_FAIL_MIB:
-                return Check(FAIL, f"disk: {free_mib:,} MiB free under {path} (logs need at least "
-                                   f"{DISK_FAIL_MIB:,} MiB)")
-            if free_mib < DISK_WARN_MIB:
-                return Check(WARN, f"disk: only {free_mib:,} MiB free under {path}")
-            return Check(OK, f"disk: {free_mib / 1024:,.0f} GiB free under {path}")
-    return Check(WARN, f"disk: could not read the free space under {path}")
-
-
-def _gpu_checks(argv: Sequence[str], unit_text: str, sections: dict[str, str], own: set[int]) -> list[Check]:
-    gpus: dict[str, tuple[str, int, int]] = {}  # index -> (uuid, used, total)
-    for line in sections.get("gpus", "").splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 4 and parts[0].isdigit() and parts[2].isdigit() and parts[3].isdigit():
-            gpus[parts[0]] = (parts[1], int(parts[2]), int(parts[3]))
-    if not gpus:
-        return [Check(WARN, "GPUs: nvidia-smi did not answer; GPU checks skipped")]
-    visible = _visible_gpus(service_environment(unit_text))
-    names = visible if visible is not None else sorted(gpus, key=int)
-    checks = []
-    missing = [g for g in names if g not in gpus and not any(u == g for u, _, _ in gpus.values())]
-    if missing:
-        checks.append(Check(FAIL, f"GPUs: CUDA_VISIBLE_DEVICES names {', '.join(missing)}, which this host does "
-                                  f"not have (it has {', '.join(sorted(gpus, key=int))})"))
-    tp = int(_argv_value(argv, "--tp-size", "--tensor-parallel-size") or "1")
-    dp = int(_argv_value(argv, "--dp-size", "--data-parallel-size") or "1")
-    if tp * dp > len(names):
-        checks.append(Check(FAIL, f"GPUs: tp {tp} x dp {dp} needs {tp * dp} GPUs; {len(names)} are visible"))
-    present = [g for g in names if g in gpus][: max(tp * dp, 1)]
-    others: dict[str, list[tuple[int, int]]] = {}
-    uuid_to_index = {u: i for i, (u, _, _) in gpus.items()}
-    for line in sections.get("gpuapps", "").splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 3 and parts[1].isdigit() and parts[2].isdigit() and int(parts[1]) not in own:
-            idx = uuid_to_index.get(parts[0])
-            if idx is not None:
-                others.setdefault(idx, []).append((int(parts[1]), int(parts[2])))
-    frac_s = _argv_value(argv, "--mem-fraction-static")
-    try:
-        frac = float(frac_s) if frac_s is not None else None
-    except ValueError:
-        frac = None
-    worst: tuple[str, int, int, int] | None = None
-    for g in present:
-        _, _, total = gpus[g]
-        held = sum(m for _, m in others.get(g, []))
-        if frac is not None:
-            need = int(frac * total)
-            if total - held < need and (worst is None or held > worst[1]):
-                worst = (g, held, need, total)
-    if worst is not None:
-        g, held, need, total = worst
-        pids = ", ".join(f"pid {p} ({m:,} MiB)" for p, m in others.get(g, []))
-        checks.append(Check(FAIL, f"GPU {g}: {held:,} MiB held by processes that are not the unit's ({pids}); "
-                                  f"mem-fraction-static {frac} needs {need:,} of its {total:,} MiB"))
-    elif present:
-        held_any = {g: sum(m for _, m in others.get(g, [])) for g in present}
-        what = f"mem-fraction-static {frac}" if frac is not None else "the engine's default mem-fraction"
-        if any(held_any.values()):
-            worst_g = max(held_any, key=lambda k: held_any[k])
-            checks.append(Check(WARN, f"GPU {worst_g}: {held_any[worst_g]:,} MiB held by other processes; "
-                                      f"{what} still fits"))
-        else:
-            checks.append(Check(OK, f"GPUs {','.join(present)}: present, no memory held outside the unit "
-                                    f"({what} fits)"))
     return checks

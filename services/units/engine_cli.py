@@ -231,47 +231,15 @@ def check_argv(cli: EngineCli, argv: Sequence[str], start: int,
                 problems.append(FlagProblem(name, f"ambiguous option: {name} could match {', '.join(candidates)}"))
             else:
                 extras.append(w)
-                close = difflib.get_close_matches(name, [n for n in cli.by_name if n.startswith("--")], n=1,
-                                                  cutoff=0.8)
-                if close and name not in removed:
-                    problems.append(FlagProblem(name, f"{name}: did you mean {close[0]}?", "note"))
-                if name in removed:
-                    problems.append(FlagProblem(name, f"{name} was accepted by {cli.engine} {removed[name]} on this "
-                                                      f"host and is not by {cli.version} (removed or renamed)",
-                                                "note"))
+                problems += _unknown_flag_notes(cli, name, removed)
             i += 1
             continue
         seen.add(opt.name)
         dep = DEPRECATED.get(cli.engine, {}).get(opt.name)
         if dep:
             problems.append(FlagProblem(opt.name, f"{name} is deprecated: {dep}", "warning"))
-        if not opt.takes_value:
-            if eq:
-                problems.append(FlagProblem(opt.name, f"argument {'/'.join(opt.names)}: ignored explicit "
-                                                      f"argument {inline!r}"))
-            i += 1
-            continue
-        values: list[str] = []
-        if eq:
-            values = [inline]
-            i += 1
-        else:
-            j = i + 1
-            while j < len(words) and not _is_flag(words[j]):
-                values.append(words[j])
-                j += 1
-                if opt.nargs in (None, "?"):
-                    break
-            i = j
-        if not values and opt.nargs in (None, "+"):
-            what = "expected one argument" if opt.nargs is None else "expected at least one argument"
-            problems.append(FlagProblem(opt.name, f"argument {'/'.join(opt.names)}: {what}"))
-            continue
-        for v in values:
-            bad = _bad_value(opt, v)
-            if bad:
-                problems.append(FlagProblem(opt.name, bad))
-                break
+        values, i = _values(opt, words, i, inline if eq else None)
+        problems += _value_problems(opt, values)
     missing = [cli.by_name[r] for r in cli.required if r in cli.by_name and cli.by_name[r].name not in seen]
     if missing:
         listed = ", ".join("/".join(o.names) for o in missing)
@@ -280,3 +248,42 @@ def check_argv(cli: EngineCli, argv: Sequence[str], start: int,
         problems.append(FlagProblem(extras[0], f"unrecognized arguments: {' '.join(extras)}"))
     order = {"error": 0, "warning": 1, "note": 2}
     return tuple(sorted(problems, key=lambda p: order.get(p.severity, 3)))
+
+
+def _unknown_flag_notes(cli: EngineCli, name: str, removed: Mapping[str, str]) -> list[FlagProblem]:
+    """A typo's nearest flag, or the version on this host that still took a flag this one does not."""
+    if name in removed:
+        return [FlagProblem(name, f"{name} was accepted by {cli.engine} {removed[name]} on this host and is not by "
+                                  f"{cli.version} (removed or renamed)", "note")]
+    close = difflib.get_close_matches(name, [n for n in cli.by_name if n.startswith("--")], n=1, cutoff=0.8)
+    return [FlagProblem(name, f"{name}: did you mean {close[0]}?", "note")] if close else []
+
+
+def _values(opt: EngineOption, words: list[str], i: int, inline: str | None) -> tuple[list[str] | None, int]:
+    """The values the option at ``words[i]`` takes (None for a switch) and the index after them."""
+    if not opt.takes_value:
+        return None if inline is None else [inline], i + 1
+    if inline is not None:
+        return [inline], i + 1
+    values: list[str] = []
+    j = i + 1
+    while j < len(words) and not _is_flag(words[j]):
+        values.append(words[j])
+        j += 1
+        if opt.nargs in (None, "?"):
+            break
+    return values, j
+
+
+def _value_problems(opt: EngineOption, values: list[str] | None) -> list[FlagProblem]:
+    names = "/".join(opt.names)
+    if not opt.takes_value:
+        return [FlagProblem(opt.name, f"argument {names}: ignored explicit argument {values[0]!r}")] if values else []
+    if not values and opt.nargs in (None, "+"):
+        what = "expected one argument" if opt.nargs is None else "expected at least one argument"
+        return [FlagProblem(opt.name, f"argument {names}: {what}")]
+    for v in values or ():
+        bad = _bad_value(opt, v)
+        if bad:
+            return [FlagProblem(opt.name, bad)]
+    return []
