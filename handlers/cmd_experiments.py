@@ -34,6 +34,8 @@ __all__ = ["do_again", "do_bench", "do_kill_stale", "do_rollback", "do_sweep", "
 async def _submit(ctx: HandlerContext, msg: ChatMessage, *, kind: str, host: str, params: dict[str, Any],
                   what: str, diff: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Reply:
     d = ctx.domain
+    if diff:
+        params = {**params, "diff": list(diff)}  # the job message shows it for good (`JobRecord`)
     job = await d.jobs.submit(kind=kind, host=host, params=params, actor=audit_actor(msg), command_text=msg.text,
                               needs_confirmation=ctx.confirm)
     position = await d.jobs.position(job.id)
