@@ -56,13 +56,15 @@ async def slack_phase(core: Any, rate: float, seconds: float) -> dict[str, Any]:
 
     from bot.slack import SlackBot
     from bot.slack_client import build_web_client
+    from bot.slack_pacer import SlackPacer
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "tests")))}  # tests/support
     proc = await asyncio.create_subprocess_exec(sys.executable, str(LOADGEN), SECRET, stdin=asyncio.subprocess.PIPE,
                                                 stdout=asyncio.subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stdin is not None
     info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
-    client = build_web_client(info["token"], base_url=info["base_url"], timeout_s=10)
+    client = build_web_client(info["token"], base_url=info["base_url"], timeout_s=10,
+                              pacer=SlackPacer.unlimited())  # the bot's throughput, not Slack's
     bot = SlackBot(client=client, dispatch=core.router.dispatch, store=core.store, signing_secret=SECRET)
     await bot.start()
     port = await bot.serve_http()

@@ -64,7 +64,8 @@ def host_specs(settings: Settings) -> list[HostSpec]:
 def policy_of(settings: Settings) -> Policy:
     p = settings.policy
     return Policy(roles=dict(p.roles), channel_hosts={k: list(v) for k, v in p.channel_hosts.items()},
-                  confirm=frozenset(p.confirm), commands_per_minute=p.user_commands_per_minute)
+                  confirm=frozenset(p.confirm), commands_per_minute=p.user_commands_per_minute,
+                  status_ephemeral=p.status_ephemeral)
 
 
 async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: str, time_scale: float = 1.0,
@@ -102,7 +103,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=job_pipeline(experiments),
                      lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host,
                      describe_host=experiments.describe_host)
-    JobNotifier(bus, outbox, results)
+    notifier = JobNotifier(bus, outbox, results, jobs=jobs, audit=audit)
     schedules = Schedules(db, audit)
     status = FleetStatus(ops=experiments.ops, jobs=jobs, results=results, incidents=incidents)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
@@ -114,6 +115,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     if watch is not None:
         _wire_auto_rollback(core)
         core.extras["journal_status"] = watch.journal_lag
+    stack.push_async_callback(notifier.aclose)  # after the jobs stop: their last states go out
     await jobs.start()
     stack.push_async_callback(jobs.stop)
     if start_scheduler:

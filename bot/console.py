@@ -24,6 +24,7 @@ from services.redact import redact
 from services.store import MessageRef, OutboxItem
 
 TRANSPORT = "console"
+CONSOLE_USER = "console-user"  # the user id of whoever types at the console (the demo makes it admin)
 EMOJI = {":rotating_light:": "🚨", ":white_check_mark:": "✅", ":warning:": "⚠️", ":mute:": "🔇",
          ":eyes:": "👀", ":electric_plug:": "🔌", ":arrows_counterclockwise:": "🔄"}
 TONE_STYLE = {"success": "green", "error": "red", "warning": "yellow", "progress": "cyan", "info": ""}
@@ -145,7 +146,7 @@ class ConsoleChat:
         self.dispatch = dispatch
         self.view = view
         self.channel = channel
-        self.user = user or Actor("console-user", "you", TRANSPORT)
+        self.user = user or Actor(CONSOLE_USER, "you", TRANSPORT)
 
     async def say(self, text: str, *, echo: bool = False) -> Reply | None:
         text = text.strip()

@@ -29,15 +29,18 @@ class RetryLater(Exception):
     """Raised by a deliverer when the transport asked us to wait (rate limit, outage).
 
     ``retry_after`` is the delay the transport asked for (seconds), if it said one; ``defer_batch``
-    asks the loop to put the rest of the claimed batch back for the same delay (a rate limit
-    applies to the next calls too, so hammering on is pointless).
+    asks the loop to put the rest of the claimed batch back for the same delay. ``exact`` says the
+    delay is authoritative (a rate limit's ``Retry-After`` or the transport's own pacing): the item
+    is retried right after it, without exponential backoff on top (nothing failed).
     """
 
-    def __init__(self, reason: str, *, retry_after: float | None = None, defer_batch: bool = False) -> None:
+    def __init__(self, reason: str, *, retry_after: float | None = None, defer_batch: bool = False,
+                 exact: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
         self.defer_batch = defer_batch
+        self.exact = exact
 
 
 class Deliverer(Protocol):
@@ -131,7 +134,10 @@ async def _deliver_one(store: OutboxStore, deliverer: Deliverer, item: OutboxIte
     except RetryLater as exc:
         stats.rate_limited += 1
         stats.last_error = exc.reason
-        retry_in = backoff.delay(item.attempts, at_least=exc.retry_after or 0.0)
+        if exc.exact and exc.retry_after is not None:
+            retry_in = exc.retry_after * (1 + 0.05 * random.random()) + 0.01  # never before it
+        else:
+            retry_in = backoff.delay(item.attempts, at_least=exc.retry_after or 0.0)
         log.info("delivery of %s deferred %.1fs: %s", item.idempotency_key, retry_in, exc.reason)
         res = await _mark_failed(store, item, exc.reason, retry_in)
         return (retry_in, exc.defer_batch) if res is not None else None

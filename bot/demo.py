@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.panel import Panel
 
 from bot.app import Core, build_core
-from bot.console import TRANSPORT, ConsoleChat, ConsoleDeliverer, ConsoleView, read_lines
+from bot.console import CONSOLE_USER, TRANSPORT, ConsoleChat, ConsoleDeliverer, ConsoleView, read_lines
 from bot.delivery import run_delivery
 from bot.logs import configure_logging
 from bot.settings import load_settings
@@ -41,7 +41,9 @@ def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> 
             "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
     return load_settings(None, db={"url": f"sqlite+aiosqlite:///{workdir / 'pitcrew.db'}"}, hosts=[host],
                          bench=DEMO_BENCH,
-                         policy={"incident_stable_window_s": 120.0, "restart_loop_window_s": 600.0})
+                         policy={"incident_stable_window_s": 120.0, "restart_loop_window_s": 600.0,
+                                 # the demo's own console user is its admin (roles fail closed)
+                                 "roles": {"*": "viewer", CONSOLE_USER: "admin"}})
 
 
 async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, quiet_s: float = 1.0) -> bool:

@@ -80,8 +80,16 @@ class HealthServer:
         return out
 
     def summary(self) -> str:
+        """One line for the admin-only `health` command (never for `status`: it is about the bot)."""
         lag = self.lag.p99_ms()
-        return f"bot: loop lag p99 {lag:.0f} ms, database {'ok' if self.db_ok else 'DEGRADED (retrying)'}"
+        text = f"bot: loop lag p99 {lag:.0f} ms, database {'ok' if self.db_ok else 'DEGRADED (retrying)'}"
+        stats = self.core.extras.get("delivery_stats")
+        if stats is not None:
+            text += f"; chat sent {stats.sent}, errors {stats.failed}, deferred {stats.rate_limited}"
+        pacer = self.core.extras.get("slack_pacer")
+        if pacer is not None:
+            text += f"; {pacer.summary()}"
+        return text
 
     async def metrics(self, _request: web.Request) -> web.Response:
         """The figures in Prometheus' text format, written by prometheus-client from a one-shot registry."""

@@ -17,8 +17,19 @@ from bot.app import build_core
 from bot.health import HealthServer
 from bot.logs import configure_logging
 from bot.settings import ConfigError, Settings
+from handlers.auth import has_granted_role
 
 log = logging.getLogger(__name__)
+
+NO_ADMIN_MESSAGE = """No one may run anything but read-only commands: policy.roles grants no operator or admin.
+Roles fail closed (everyone not listed is a viewer). Grant a role by Slack user id or by Slack user group
+handle, in the environment:
+  export PITCREW_POLICY__ROLES='{"*": "viewer", "U012ABCDEF": "admin", "gpu-oncall": "operator"}'
+or in the config file (--config pitcrew.toml):
+  [policy]
+  roles = { "*" = "viewer", "U012ABCDEF" = "admin", "gpu-oncall" = "operator" }
+A user id is in the person's Slack profile (⋮ -> Copy member ID); a group is its handle without the @.
+Roles: viewer < experimenter (try, sweep, bench) < operator (rollback, kill-stale, incidents) < admin."""
 
 
 async def serve(settings: Settings) -> None:
@@ -28,6 +39,8 @@ async def serve(settings: Settings) -> None:
     missing = settings.slack.missing()
     if missing:
         raise ConfigError(missing_settings_message(missing))
+    if not has_granted_role(settings.policy.roles):
+        raise ConfigError(NO_ADMIN_MESSAGE)
     configure_logging(json=settings.log_json)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -42,10 +55,11 @@ async def serve(settings: Settings) -> None:
 
         async def ready(bot: Any) -> None:
             core.extras["delivery_stats"] = bot.stats
+            core.extras["slack_pacer"] = getattr(bot.client, "pacer", None)
             if settings.metrics_port is not None or settings.slack.mode == "socket":
                 runner = await health.start(port=settings.metrics_port or settings.slack.http_port)
                 stack.push_async_callback(runner.cleanup)
 
         await run_slack(settings.slack, dispatch=core.router.dispatch, store=core.store, stop=stop,
-                        bot_ready=ready, wake=core.wake, holder=core.holder)
+                        bot_ready=ready, wake=core.wake, holder=core.holder, audit=core.audit)
         log.info("stopping")

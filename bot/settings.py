@@ -113,7 +113,7 @@ class HostSettings(_Section):
 
 
 def _default_roles() -> dict[str, Role]:
-    return {"*": "admin"}
+    return {"*": "viewer"}  # fail closed: nobody may change anything until a role is granted
 
 
 class PolicySettings(_Section):
@@ -129,6 +129,7 @@ class PolicySettings(_Section):
     incident_stable_window_s: float = Field(default=600.0, gt=0)
     sweep_end: Literal["best", "start"] = "best"
     user_commands_per_minute: int = Field(default=30, ge=1)
+    status_ephemeral: bool = False  # `status` answers only the asker instead of the channel
     max_queued_jobs_per_host: int = Field(default=10, ge=1)
     ready_timeout_s: float = Field(default=900.0, gt=0)
     stop_timeout_s: float = Field(default=180.0, gt=0)

@@ -34,7 +34,7 @@ from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
 from services.redact import redact
-from services.store import OutboxStore
+from services.store import AuditLog, OutboxStore
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ __all__ = ["Dispatch", "SlackBot", "build_web_client", "missing_settings_message
 
 Dispatch = Callable[[ChatMessage], Awaitable[Reply]]
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+_JOB_MESSAGE = re.compile(r"^job:\d+$")
 
 
 class _DropTokenSkipped(logging.Filter):
@@ -72,7 +73,8 @@ class SlackBot:
 
     def __init__(self, *, client: AsyncWebClient, dispatch: Dispatch, store: OutboxStore,
                  signing_secret: str | None = None, command: str = "/pitcrew",
-                 wake: asyncio.Event | None = None, holder: str | None = None) -> None:
+                 wake: asyncio.Event | None = None, holder: str | None = None,
+                 audit: AuditLog | None = None) -> None:
         self.client = client
         self.dispatch = dispatch
         self.store = store
@@ -80,7 +82,7 @@ class SlackBot:
         self.wake = wake or asyncio.Event()
         self.holder = holder or f"slack-{secrets.token_hex(4)}"
         self.outbox = StoreOutbox(store, transport=TRANSPORT, wake=self.wake)
-        self.deliverer = SlackDeliverer(client)
+        self.deliverer = SlackDeliverer(client, audit=audit)
         self.stats = DeliveryStats()
         self.bot_user_id: str | None = None
         self._auth: AuthorizeResult | None = None
@@ -207,6 +209,7 @@ class SlackBot:
     async def _auth_test(self) -> AuthorizeResult:
         resp = await self.client.auth_test()
         self.bot_user_id = resp.get("user_id")
+        self.deliverer.team_url = resp.get("url") or self.deliverer.team_url
         self._auth = AuthorizeResult(enterprise_id=resp.get("enterprise_id"), team_id=resp.get("team_id"),
                                      bot_user_id=resp.get("user_id"), bot_id=resp.get("bot_id"),
                                      bot_token=self.client.token)
@@ -317,7 +320,9 @@ class SlackBot:
             thread_key = await self.store.key_for_ref(TRANSPORT, channel, str(parent_ts))
         who = f"<@{user.get('id')}>"
         receipt = render_click_receipt(message.get("blocks") or [], who, label)
-        if clicked_key is not None:
+        if clicked_key is not None and _JOB_MESSAGE.match(clicked_key):
+            pass  # a job's message re-renders with its record ("confirmed by @… at …"): no transient receipt
+        elif clicked_key is not None:
             await self.outbox.enqueue(clicked_key, Reply(text=f"{label} chosen"), channel=channel,
                                       extra={"slack": {"blocks": receipt, "text": message.get("text")}})
         elif container.get("is_ephemeral") and body.get("response_url"):

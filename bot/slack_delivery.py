@@ -4,8 +4,11 @@ An item whose key already has a message is an edit (``chat.update``, progress in
 with a parent goes in the parent's thread; attachments follow with ``files_upload_v2`` in the
 thread. Every posted message carries its idempotency key in Slack message metadata, and a retry
 after an ambiguous failure (timeout, dropped connection) first looks for a message with that key
-in the channel or thread, so an item is never shown twice. Rate limits become `RetryLater` with
-Slack's ``Retry-After``.
+in the channel or thread, so an item is never shown twice. Every call goes through the client's
+`bot.slack_pacer.SlackPacer`: before an item's first call the deliverer asks it whether that method
+may go now, and if not (a ``Retry-After`` hold, an empty budget) puts the item back for exactly that
+long without calling Slack — so an edit that superseded one held back by a 429 keeps the hold.
+Rate limits Slack does send become `RetryLater` with its ``Retry-After``.
 
 Slack-specific hints ride in the payload under ``"slack"``: ``thread_ts`` (reply under a message
 that is not ours, e.g. a mention), ``user`` (target of an ephemeral reply), ``blocks``/``text``
@@ -15,6 +18,7 @@ that is not ours, e.g. a mention), ``user`` (target of an ephemeral reply), ``bl
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +28,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import RetryLater
 from bot.render import SlackMessage, render_plain_fallback, render_reply
+from bot.slack_pacer import SlackHeld, SlackPacer, retry_after_of
 from handlers.contract import Attachment, Reply
-from services.store import MessageRef
+from services.store import SYSTEM, AuditLog, MessageRef
 
 if TYPE_CHECKING:
     from services.store import OutboxItem
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IDEMPOTENCY_EVENT = "pitcrew_message"
+_RECORDED_KEY = re.compile(r"^(job|incident):(\d+)$")
 TRANSPORT = "slack"
 # Errors that will not fix themselves quickly; retried with a long delay so an operator can act.
 _SLOW_ERRORS = {"channel_not_found", "not_in_channel", "is_archived", "restricted_action",
@@ -53,27 +59,76 @@ class SlackDeliverer:
     transport = TRANSPORT
 
     def __init__(self, client: AsyncWebClient, *, lookback_s: float = 6 * 3600.0,
-                 slow_error_retry_s: float = 60.0) -> None:
+                 slow_error_retry_s: float = 60.0, audit: AuditLog | None = None) -> None:
         self.client = client
         self.lookback_s = lookback_s
         self.slow_error_retry_s = slow_error_retry_s
+        self.audit = audit
+        self.team_url: str | None = None  # from auth.test, e.g. https://acme.slack.com/
+
+    def permalink(self, ref: MessageRef) -> str | None:
+        """The message's permalink, built the way Slack writes them
+        (``https://<team>.slack.com/archives/<channel>/p<ts without the dot>``, the form
+        ``chat.getPermalink`` returns: https://docs.slack.dev/reference/methods/chat.getPermalink),
+        so recording it costs no API call."""
+        if not self.team_url or ref.ts.startswith(("response_url:", "ephemeral")):
+            return None
+        link = f"{self.team_url.rstrip('/')}/archives/{ref.channel}/p{ref.ts.replace('.', '')}"
+        if ref.thread_ts:
+            link += f"?thread_ts={ref.thread_ts}&cid={ref.channel}"
+        return link
+
+    async def _link_in_audit(self, item: OutboxItem, ref: MessageRef) -> None:
+        """A job's or incident's message, once posted, is linked from the audit log."""
+        m = _RECORDED_KEY.match(item.key)
+        link = self.permalink(ref)
+        if self.audit is None or m is None or link is None:
+            return
+        try:
+            await self.audit.record(None, actor=SYSTEM, action="chat_message",
+                                    detail={m.group(1): int(m.group(2)), "key": item.key, "permalink": link})
+        except Exception as exc:  # the message is out; the link is a convenience
+            log.warning("could not record the permalink of %s (%s)", item.key, type(exc).__name__)
 
     async def deliver(self, item: OutboxItem, *, existing: MessageRef | None,
                       parent: MessageRef | None) -> MessageRef:
+        pacer: SlackPacer | None = getattr(self.client, "pacer", None)
+        if pacer is not None:
+            method, channel = self._first_call(item, existing=existing, parent=parent)
+            wait = pacer.ready_in(method, channel)
+            if wait > 0.0:
+                raise RetryLater(f"slack pacing: {method} may go in {wait:.1f}s", retry_after=wait, exact=True)
         try:
             return await self._deliver(item, existing=existing, parent=parent)
         except SlackApiError as exc:
             raise self._classify(exc) from exc
+        except SlackHeld as exc:
+            raise RetryLater(str(exc), retry_after=exc.retry_after, exact=True) from exc
+
+    @staticmethod
+    def _first_call(item: OutboxItem, *, existing: MessageRef | None,
+                    parent: MessageRef | None) -> tuple[str, str]:
+        """The method and channel an item's delivery starts with."""
+        hints: dict[str, Any] = item.payload.get("slack") or {}
+        channel = parent.channel if parent is not None else item.channel
+        if item.payload.get("ephemeral") and hints.get("user"):
+            return "chat.postEphemeral", channel
+        if existing is not None:
+            return "chat.update", existing.channel
+        if item.attempts > 0:  # a retry first looks for an earlier post of it
+            threaded = parent is not None or bool(hints.get("thread_ts"))
+            return ("conversations.replies" if threaded else "conversations.history"), channel
+        return "chat.postMessage", channel
 
     def _classify(self, exc: SlackApiError) -> Exception:
         resp = exc.response
         status = getattr(resp, "status_code", 200)
         error = str(resp.get("error", "")) if resp is not None else ""
-        if status == 429 or error == "ratelimited":
-            header = _header(resp, "retry-after")
-            retry_after = float(header) if header and header.replace(".", "", 1).isdigit() else 1.0
+        retry_after = retry_after_of(exc)
+        if retry_after is not None:
+            # The pacer now holds the method; other methods and channels go on.
             return RetryLater(f"slack rate limited (Retry-After {retry_after:g}s)",
-                              retry_after=retry_after, defer_batch=True)
+                              retry_after=retry_after, exact=True)
         if status >= 500:
             return RetryLater(f"slack HTTP {status}", retry_after=None)
         if error in _SLOW_ERRORS:
@@ -115,6 +170,8 @@ class SlackDeliverer:
         channel = parent.channel if parent is not None else item.channel
         ref = await self._post_once(item, channel, messages[0], reply, thread_ts=thread_ts, part=0)
         await self._followups(item, ref, messages[1:])
+        if existing is None:
+            await self._link_in_audit(item, ref)
         return ref
 
     def _messages(self, reply: Reply, hints: dict[str, Any]) -> list[SlackMessage]:
@@ -223,6 +280,8 @@ class SlackDeliverer:
                 resp = await self.client.conversations_history(channel=channel, oldest=oldest, limit=200,
                                                                include_all_metadata=True)
         except SlackApiError as exc:
+            if retry_after_of(exc) is not None:
+                raise  # a rate limit: `deliver` puts the item back for exactly its Retry-After
             error = exc.response.get("error") if exc.response is not None else None
             if error in _NO_HISTORY:
                 # We may not read this conversation (scope, membership): the post itself will tell.
@@ -238,11 +297,3 @@ class SlackDeliverer:
             if (meta.get("event_payload") or {}).get("idempotency_key") == key:
                 return str(m["ts"])
         return None
-
-
-def _header(resp: Any, name: str) -> str | None:
-    headers = getattr(resp, "headers", None) or {}
-    for k, v in headers.items():
-        if k.lower() == name:
-            return str(v[0] if isinstance(v, list | tuple) else v)
-    return None

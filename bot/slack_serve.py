@@ -10,14 +10,15 @@ from collections.abc import Awaitable, Callable
 from bot.settings import ConfigError, SlackSettings
 from bot.slack import Dispatch, SlackBot, missing_settings_message
 from bot.slack_client import build_web_client
-from services.store import OutboxStore
+from services.store import AuditLog, OutboxStore
 
 log = logging.getLogger(__name__)
 
 
 async def run_slack(slack: SlackSettings, *, dispatch: Dispatch, store: OutboxStore, stop: asyncio.Event,
                     bot_ready: Callable[[SlackBot], Awaitable[None]] | None = None,
-                    wake: asyncio.Event | None = None, holder: str | None = None) -> None:
+                    wake: asyncio.Event | None = None, holder: str | None = None,
+                    audit: AuditLog | None = None) -> None:
     """Run the Slack transport from settings until ``stop`` is set (Socket Mode or HTTP mode).
 
     ``bot_ready`` is called once the bot is built and started, e.g. to hand ``bot.outbox`` to the
@@ -31,7 +32,7 @@ async def run_slack(slack: SlackSettings, *, dispatch: Dispatch, store: OutboxSt
     secret = slack.signing_secret.get_secret_value() if slack.signing_secret else None
     bot = SlackBot(client=client, dispatch=dispatch, store=store,
                    signing_secret=secret if slack.mode == "http" else None, command=slack.command,
-                   wake=wake, holder=holder)
+                   wake=wake, holder=holder, audit=audit)
     await bot.start()
     try:
         if bot_ready is not None:

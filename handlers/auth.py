@@ -20,14 +20,21 @@ from services.store import AuditActor
 Role = Literal["viewer", "experimenter", "operator", "admin"]
 ROLES: tuple[Role, ...] = ("viewer", "experimenter", "operator", "admin")
 
+
 @dataclass(frozen=True)
 class Policy:
     """The authorization and confirmation policy, as plain values."""
 
-    roles: Mapping[str, str] = field(default_factory=lambda: {"*": "admin"})
+    roles: Mapping[str, str] = field(default_factory=lambda: {"*": "viewer"})  # fail closed
     channel_hosts: Mapping[str, Sequence[str]] = field(default_factory=dict)
     confirm: frozenset[str] = frozenset({"try", "sweep", "rollback", "kill-stale"})
     commands_per_minute: int = 30
+    status_ephemeral: bool = False  # `status` answers only the asker
+
+
+def has_granted_role(roles: Mapping[str, str], needed: str = "operator") -> bool:
+    """Whether anyone (a user, a group, or the ``*`` default) holds ``needed`` or a higher role."""
+    return any(r in ROLES and at_least(r, needed) for r in roles.values())
 
 
 def role_of(actor: Actor, policy: Policy) -> str:

@@ -35,6 +35,8 @@ async def _submit(ctx: HandlerContext, msg: ChatMessage, *, kind: str, host: str
                   what: str, diff: tuple[str, ...] = (), notes: tuple[str, ...] = (),
                   checks: tuple[str, ...] = (), check_only: str | None = None) -> Reply:
     d = ctx.domain
+    if diff:
+        params = {**params, "diff": list(diff)}  # the job message shows it for good (`JobRecord`)
     job = await d.jobs.submit(kind=kind, host=host, params=params, actor=audit_actor(msg), command_text=msg.text,
                               needs_confirmation=ctx.confirm)
     position = await d.jobs.position(job.id)

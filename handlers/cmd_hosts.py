@@ -1,20 +1,21 @@
-"""The commands that read a host: status, diff, logs."""
+"""The commands that read a host: status, diff, logs; and `health`, the bot's own figures (admins)."""
 
 from __future__ import annotations
 
 import difflib
 
 from handlers import views
-from handlers.commands import Diff, Logs, Status
+from handlers.commands import Diff, Health, Logs, Status
 from handlers.context import HandlerContext
 from handlers.contract import ChatMessage, Reply
+from handlers.grammar_args import no_args
 from handlers.grammar_render import render_diff, render_logs, render_status
 from handlers.grammar_rules import parse_diff, parse_logs, parse_status
-from handlers.spec import command
+from handlers.spec import Said, command
 from services.errors import NotFound
 from services.redact import redact
 
-__all__ = ["do_diff", "do_logs", "do_status"]
+__all__ = ["do_diff", "do_health", "do_logs", "do_status"]
 
 
 @command(Status, words=("status",), usage="status [host]", examples=("status", "status gpu-1"), parse=parse_status,
@@ -27,10 +28,28 @@ async def do_status(ctx: HandlerContext, msg: ChatMessage, cmd: Status) -> Reply
     if ctx.domain.status is None:
         raise NotFound("host status is not available in this process")
     table = views.status_table(await ctx.domain.status.hosts(names))
-    text = "Status"
-    if ctx.domain.health is not None:
-        text += " · " + ctx.domain.health()
-    return Reply(text=text, tables=(table,))
+    jobs = [j for j in await ctx.domain.jobs.queue() if not cmd.host or j.host in names]
+    running = sum(1 for j in jobs if j.state == "running")
+    text = f"Status · jobs: {running} running, {len(jobs) - running} waiting"
+    # The bot's own internals (loop lag, database, Slack pacing) are for admins: `health`.
+    return Reply(text=text, tables=(table,), ephemeral=ctx.policy.status_ephemeral)
+
+
+def parse_health(said: Said) -> Health:
+    no_args(said.args, "health")
+    return Health()
+
+
+def render_health(cmd: Health) -> str:
+    return "health"
+
+
+@command(Health, words=("health",), usage="health", examples=("health",), parse=parse_health,
+         render=render_health, role="admin")
+async def do_health(ctx: HandlerContext, msg: ChatMessage, cmd: Health) -> Reply:
+    """The bot's own figures: event-loop lag, database, chat delivery, Slack calls and rate limits."""
+    figures = ctx.domain.health() if ctx.domain.health is not None else "no health figures in this process"
+    return Reply(text=f"Health · {figures}", ephemeral=True)
 
 
 @command(Diff, words=("diff",), usage="diff [host]", examples=("diff gpu-1",), parse=parse_diff, render=render_diff,

@@ -8,7 +8,7 @@ from handlers import views
 from handlers.auth import at_least, audit_actor, check_channel_host
 from handlers.commands import Cancel, Compare, Confirm, Deny, History, Queue, Show
 from handlers.context import HandlerContext
-from handlers.contract import ChatMessage, Reply, Table
+from handlers.contract import Button, ChatMessage, Reply, Table
 from handlers.grammar_render import (
     render_cancel,
     render_compare,
@@ -27,10 +27,12 @@ from handlers.grammar_rules import (
     parse_queue,
     parse_show,
 )
+from handlers.job_notifier import JobRecord, confirmed_line, job_message
 from handlers.ports import JobView
 from handlers.spec import command
 from services.errors import NotAuthorized, NotFound, UserInputError
 from services.experiments import compare_runs
+from services.store import utcnow
 
 __all__ = ["do_cancel", "do_compare", "do_confirm", "do_deny", "do_history", "do_queue", "do_show"]
 
@@ -57,9 +59,11 @@ async def do_confirm(ctx: HandlerContext, msg: ChatMessage, cmd: Confirm) -> Rep
     job = await ctx.domain.jobs.confirm(job.id, audit_actor(msg))
     position = await ctx.domain.jobs.position(job.id)
     where = "starting now" if position == 0 else f"queue position {position + 1}"
-    await ctx.domain.outbox.send(f"job:{job.id}", Reply(
-        text=f"*Job {job.id}* on *{job.host}*: {job.command_text} — confirmed by {msg.actor.name}, {where}",
-        tone="progress"), channel=job.channel or msg.channel)
+    record = JobRecord(diff=tuple(str(x) for x in job.params.get("diff") or ()),
+                       confirmed=confirmed_line(msg.actor.name, utcnow()))
+    await ctx.domain.outbox.send(f"job:{job.id}", job_message(
+        job, record, f"🔧 {where}", buttons=(Button("Cancel", f"cancel {job.id}", "danger"),)),
+        channel=job.channel or msg.channel)
     return Reply(text=f"Job {job.id} confirmed ({where}).", ephemeral=True)
 
 

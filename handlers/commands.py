@@ -21,6 +21,7 @@ __all__ = [
     "Confirm",
     "Deny",
     "Diff",
+    "Health",
     "Help",
     "History",
     "KillStale",
@@ -79,6 +80,11 @@ class Status(Command):
     """`status`: what it was told (its help is its handler's docstring)."""
 
     host: str | None = None
+
+
+@dataclass(frozen=True)
+class Health(Command):
+    """`health`: the bot's own figures (its help is its handler's docstring)."""
 
 
 @dataclass(frozen=True)

@@ -2,50 +2,172 @@
 
 A job has one parent message (key ``job:<id>``) edited in place as it progresses
 (deploy → loading → warmup → C=1 → C=4 …); results tables, failures and sweep summaries go into
-its thread. Progress edits are throttled so a chat service's rate limits are respected.
+its thread. Progress edits are coalesced: at most one per job message every ``min_interval_s``
+(3 s by default), and the latest state is always delivered when the interval ends, so a long
+phase never shows a stale step (the transport's pacer then keeps all jobs together under the chat
+service's limits).
+
+The parent message keeps the job's record in every edit (`JobRecord`): the exact flag diff that
+was previewed and who confirmed it when ("confirmed by @alice at 14:02 UTC"), read back from the
+job's parameters and the audit log — so the channel never loses who approved which change.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
 
 from handlers import charts, views
 from handlers.contract import Attachment, Button, Outbox, Reply
 from services.events import EventBus
 from services.experiments import NOISY
 from services.jobs import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
+from services.store import AuditQuery
+
+log = logging.getLogger(__name__)
 
 TERMINAL_TONE = {"succeeded": "success", "failed": "error", "cancelled": "warning", "interrupted": "warning"}
+# Tones the transport marks with its own icon: the text then carries no second one.
+TONED = frozenset({"success", "error", "warning"})
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What a job message must keep showing whatever its state: the diff and the confirmation."""
+
+    diff: tuple[str, ...] = ()
+    confirmed: str | None = None  # "confirmed by @alice at 14:02 UTC"
+
+
+def confirmed_line(name: str, at: datetime) -> str:
+    return f"confirmed by @{name} at {at:%H:%M} UTC"
+
+
+class JobHead(Protocol):
+    """What the head line of a job's message names (a `JobRef` or a handler's job view)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def command_text(self) -> str: ...
+    @property
+    def requested_by_name(self) -> str: ...
+
+
+def job_message(job: JobHead, record: JobRecord, status: str, *, tone: str = "progress",
+                buttons: Sequence[Button] = ()) -> Reply:
+    """The job's parent message: head, record, current status; the diff as a code block."""
+    lines = [f"*Job {job.id}* on *{job.host}*: {job.command_text} — requested by {job.requested_by_name}"]
+    if record.confirmed:
+        lines.append(record.confirmed)
+    lines.append(status)
+    return Reply(text="\n".join(lines), code="\n".join(record.diff) or None, tone=tone,  # type: ignore[arg-type]
+                 buttons=tuple(buttons))
+
+
+def state_text(state: str, summary: str, tone: str) -> str:
+    """``state: summary`` with the state's icon, unless the tone already puts one there."""
+    icon = "" if tone in TONED else views.STATE_ICON.get(state, "")
+    return f"{icon} {state}: {summary}".strip()
 
 
 class JobNotifier:
-    """Subscribes to job events and sends parent updates and thread messages."""
+    """Subscribes to job events and sends parent updates and thread messages.
 
-    def __init__(self, bus: EventBus, outbox: Outbox, results: Any, *, min_interval_s: float = 1.0,
-                 describe_host: Any = None) -> None:
+    ``jobs`` (``get(id)``) and ``audit`` (``query``) give each job's record; without them the
+    messages carry no diff or confirmation line."""
+
+    def __init__(self, bus: EventBus, outbox: Outbox, results: Any, *, min_interval_s: float = 3.0,
+                 describe_host: Any = None, jobs: Any = None, audit: Any = None) -> None:
         self.outbox = outbox
         self.results = results
         self.min_interval_s = min_interval_s
         self.describe_host = describe_host
+        self.jobs = jobs
+        self.audit = audit
         self._last: dict[int, float] = {}
+        self._latest: dict[int, tuple[JobRef, str, str, bool]] = {}
+        self._timers: dict[int, asyncio.Task[None]] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._records: dict[int, JobRecord] = {}
         bus.subscribe(JobStarted, self.on_started)
         bus.subscribe(JobProgressed, self.on_progress)
         bus.subscribe(JobResultsReady, self.on_results)
         bus.subscribe(JobFinished, self.on_finished)
 
-    def _head(self, job: JobRef) -> str:
-        return f"*Job {job.id}* on *{job.host}*: {job.command_text} — requested by {job.requested_by_name}"
+    async def record(self, job: JobRef) -> JobRecord:
+        """The job's diff (from its parameters) and confirmation (from the audit log), cached."""
+        cached = self._records.get(job.id)
+        if cached is not None:
+            return cached
+        diff: tuple[str, ...] = ()
+        confirmed = None
+        try:
+            if self.jobs is not None:
+                info = await self.jobs.get(job.id)
+                diff = tuple(str(x) for x in (info.params.get("diff") or ()))
+            if self.audit is not None:
+                rows = await self.audit.query(AuditQuery(host=job.host, actions=("confirm",), newest_first=True,
+                                                         limit=500))
+                for r in rows:
+                    if r.detail.get("job") == job.id:
+                        confirmed = confirmed_line(r.actor_name or r.actor_id, r.at)
+                        break
+        except Exception as exc:  # the record is shown again on the next edit
+            log.warning("could not read the record of job %d (%s)", job.id, type(exc).__name__)
+            return JobRecord(diff, confirmed)
+        rec = self._records[job.id] = JobRecord(diff, confirmed)
+        return rec
 
     async def _parent(self, job: JobRef, status: str, *, tone: str = "progress", running: bool = True,
                       force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last.get(job.id, 0.0) < self.min_interval_s:
+        self._latest[job.id] = (job, status, tone, running)
+        due = self._last.get(job.id, -1e9) + self.min_interval_s
+        # A forced state goes now; a timer still waiting then finds nothing left to send.
+        if not force and time.monotonic() < due:
+            if job.id not in self._timers:  # deliver the latest state when the interval ends
+                self._timers[job.id] = asyncio.create_task(self._later(job.id, due))
             return
-        self._last[job.id] = now
-        buttons = (Button("Cancel", f"cancel {job.id}", "danger"),) if running else ()
-        await self.outbox.send(f"job:{job.id}", Reply(text=f"{self._head(job)}\n{status}", tone=tone,  # type: ignore[arg-type]
-                                                      buttons=buttons), channel=job.channel)
+        await self._send_latest(job.id)
+
+    async def _later(self, job_id: int, due: float) -> None:
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        self._timers.pop(job_id, None)
+        try:
+            await self._send_latest(job_id)
+        except Exception as exc:
+            log.warning("progress edit of job %d failed (%s)", job_id, type(exc).__name__)
+
+    async def _send_latest(self, job_id: int) -> None:
+        lock = self._locks.setdefault(job_id, asyncio.Lock())
+        async with lock:
+            latest = self._latest.pop(job_id, None)
+            if latest is None:
+                return  # a newer call already sent it
+            job, status, tone, running = latest
+            self._last[job_id] = time.monotonic()
+            buttons = (Button("Cancel", f"cancel {job.id}", "danger"),) if running else ()
+            reply = job_message(job, await self.record(job), status, tone=tone, buttons=buttons)
+            await self.outbox.send(f"job:{job.id}", reply, channel=job.channel)
+
+    async def aclose(self) -> None:
+        """Deliver every coalesced state still waiting for its interval."""
+        timers = list(self._timers.values())
+        for t in timers:
+            t.cancel()
+        for t in timers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        for job_id in list(self._latest):
+            await self._send_latest(job_id)
 
     async def on_started(self, e: JobStarted) -> None:
         await self._parent(e.job, "🔧 started", force=True)
@@ -69,10 +191,11 @@ class JobNotifier:
                                thread_of=f"job:{e.job.id}")
 
     async def on_finished(self, e: JobFinished) -> None:
-        icon = views.STATE_ICON.get(e.state, "")
-        await self._parent(e.job, f"{icon} {e.state}: {e.summary}", tone=TERMINAL_TONE.get(e.state, "info"),
-                           running=False, force=True)
+        tone = TERMINAL_TONE.get(e.state, "info")
+        await self._parent(e.job, state_text(e.state, e.summary, tone), tone=tone, running=False, force=True)
         self._last.pop(e.job.id, None)
+        self._records.pop(e.job.id, None)
+        self._locks.pop(e.job.id, None)
         detail = e.detail or {}
         if e.job.kind == "sweep" and detail.get("rows"):
             await self._sweep_summary(e, detail)
@@ -81,8 +204,8 @@ class JobNotifier:
             await self.outbox.send(f"job:{e.job.id}:failure", failure_reply(e, diag, detail),
                                    channel=e.job.channel, thread_of=f"job:{e.job.id}")
         elif e.state in ("failed", "interrupted", "cancelled"):
-            await self.outbox.send(f"job:{e.job.id}:end", Reply(text=f"{icon} {e.summary}",
-                                                                tone=TERMINAL_TONE.get(e.state, "info")),  # type: ignore[arg-type]
+            # the tone's icon marks it (one warning sign, not two)
+            await self.outbox.send(f"job:{e.job.id}:end", Reply(text=e.summary, tone=tone),  # type: ignore[arg-type]
                                    channel=e.job.channel, thread_of=f"job:{e.job.id}")
 
     async def _sweep_summary(self, e: JobFinished, result: dict[str, Any]) -> None:

@@ -78,7 +78,8 @@ _SCENARIO_DIRS = ("e2e", "demo", "reliability")
 # simulated server's token rates, chat acks under load, a kill timed against a running benchmark): `make test` runs
 # them after the rest, alone, so the other tests' CPU cannot bend their figures.
 _SERIAL = ("benchmark/", "simhost/test_simhost_server.py", "slack/test_slack_load.py",
-           "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py")
+           "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py",
+           "slack/test_slack_pacing.py", "router/test_job_notifier.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import sys
 import time
 import urllib.parse
@@ -54,6 +55,7 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
                    "PITCREW_SLACK__SIGNING_SECRET": SECRET, "PITCREW_SLACK__API_BASE_URL": fake.base_url,
                    "PITCREW_SLACK__HTTP_HOST": "127.0.0.1", "PITCREW_SLACK__HTTP_PORT": str(port),
                    "PITCREW_SLACK__ALERT_CHANNEL": "C1",
+                   "PITCREW_POLICY__ROLES": json.dumps({"*": "viewer", "U1": "admin"}),
                    "PITCREW_DB__URL": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
                    "PITCREW_HOSTS": json.dumps([host]),
                    "PITCREW_BENCH": json.dumps({"concurrency": [1], "requests_per_level": 3, "warmup": 1,
@@ -112,6 +114,20 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
                 parent = next(m for m in fake.messages if m.ts == parent.ts)
                 assert parent.edits >= 2  # progress edited in place, then the final state
                 assert not fake.duplicates()
+                # the record stays: the final message still shows the exact diff and who confirmed it
+                final = shown(parent)
+                assert re.search(r"--speculative-num-steps 3 -(>|&gt;) 4", final), final
+                assert re.search(r"confirmed by @alice at \d\d:\d\d UTC", final), final
+                # progress edits coalesced to one per 3 s (besides the click receipt, confirm, start and end)
+                assert not fake.early_calls()
+                edits = [c.at for c in fake.calls_to("chat.update") if c.args.get("ts") == parent.ts]
+                assert len(edits) <= 4 + (edits[-1] - edits[0]) / 3.0, edits
+            # the audit log links the job message's permalink (built from auth.test's team URL)
+            with sqlite3.connect(tmp_path / "bot.db") as conn:
+                details = [json.loads(d) for (d,) in conn.execute(
+                    "select detail from audit_events where action = 'chat_message'")]
+            link = f"https://fake.slack.test/archives/C1/p{parent.ts.replace('.', '')}"
+            assert {"job": 1, "key": "job:1", "permalink": link} in details, details
             assert "--speculative-num-steps 4" in Path(sim.unit_path).read_text()
     finally:
         if proc is not None and proc.returncode is None:

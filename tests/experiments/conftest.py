@@ -109,7 +109,8 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
                     "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
                     "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
             settings = load_settings(None, db={"url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"}, hosts=[host],
-                                     bench=bench or BENCH, policy={"confirm": list(confirm), **(policy or {})})
+                                     bench=bench or BENCH, policy={"roles": {"*": "admin"}, "confirm": list(confirm),
+                                             **(policy or {})})
             core = await build_core(settings, stack, transport="test", time_scale=TIME_SCALE, watch_journals=watch,
                                     start_scheduler=False)
             transcript = TranscriptDeliverer()

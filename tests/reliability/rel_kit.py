@@ -36,7 +36,8 @@ def host_entry(info: dict[str, Any]) -> dict[str, Any]:
 
 def settings_for(info: dict[str, Any], db_url: str, *, bench: dict[str, Any] | None = None,
                  policy: dict[str, Any] | None = None) -> Settings:
-    pol = {"confirm": [], "max_queued_jobs_per_host": 100, "user_commands_per_minute": 10_000, **(policy or {})}
+    pol = {"roles": {"*": "admin"}, "confirm": [], "max_queued_jobs_per_host": 100,
+           "user_commands_per_minute": 10_000, **(policy or {})}
     return load_settings(None, db={"url": db_url}, hosts=[host_entry(info)], bench=bench or TINY_BENCH,
                          policy=pol)
 

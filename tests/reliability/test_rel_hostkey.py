@@ -26,7 +26,7 @@ async def test_changed_host_key_is_refused_said_and_nothing_done(tmp_path: Path)
         shutil.copy(sim.info["known_hosts"], pinned)
         entry = {**host_entry(sim.info), "known_hosts": str(pinned)}
         settings = load_settings(None, db={"url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"}, hosts=[entry],
-                                 bench=TINY_BENCH, policy={"confirm": []})
+                                 bench=TINY_BENCH, policy={"confirm": [], "roles": {"*": "admin"}})
         core = await build_core(settings, stack, transport="test", time_scale=0.002, watch_journals=False,
                                 start_scheduler=False)
         name = sim.info["name"]

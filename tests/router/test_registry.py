@@ -85,9 +85,9 @@ async def test_the_router_enforces_each_declared_role(db: Database, spec: Comman
 
 
 async def test_the_confirm_step_follows_the_policy_by_the_declared_name(db: Database) -> None:
-    router, outbox, _ = await make_router(db, Policy(confirm=frozenset()))
+    router, outbox, _ = await make_router(db, Policy(roles={"*": "admin"}, confirm=frozenset()))
     assert (await router.dispatch(msg("bench on gpu-1"))).text == "Job 1 queued on gpu-1."
-    router, outbox, _ = await make_router(db, Policy(confirm=frozenset({"bench"})))
+    router, outbox, _ = await make_router(db, Policy(roles={"*": "admin"}, confirm=frozenset({"bench"})))
     reply = await router.dispatch(msg("bench on gpu-2"))
     assert reply.text.startswith("Job 2 is ready to run on gpu-2: confirm it")
     assert [b.command for b in outbox.sent[0][1].buttons] == ["yes 2", "no 2"]

@@ -13,6 +13,8 @@ from services.store.audit import AuditLog, AuditQuery
 from services.store.db import Database
 from services.store.models import Job
 
+ADMIN = Policy(roles={"*": "admin"})  # roles fail closed; these tests act as an admin
+
 
 async def _jobs(db: Database) -> int:
     from sqlalchemy import func, select
@@ -22,7 +24,7 @@ async def _jobs(db: Database) -> int:
 
 
 async def test_unknown_command_suggests_and_changes_nothing(db: Database) -> None:
-    router, outbox, _ = await make_router(db, Policy())
+    router, outbox, _ = await make_router(db, ADMIN)
     reply = await router.dispatch(msg("tyr 10 steps on gpu-1"))
     assert "did you mean" in reply.text.lower() and "try" in reply.text
     assert reply.tone == "warning" and reply.ephemeral
@@ -35,7 +37,7 @@ async def test_unknown_command_suggests_and_changes_nothing(db: Database) -> Non
                                   "try steps=99 on gpu-1", "try bogusflag=1 on gpu-1", "status gpu-1`id`",
                                   "try steps=10 on ../etc"])
 async def test_bad_values_are_refused_before_anything_runs(db: Database, text: str) -> None:
-    router, outbox, _ = await make_router(db, Policy())
+    router, outbox, _ = await make_router(db, ADMIN)
     reply = await router.dispatch(msg(text))
     assert reply.tone in ("warning", "error")
     assert "Traceback" not in reply.text and "reference" not in reply.text
@@ -64,13 +66,13 @@ async def test_group_role_and_channel_host_limits(db: Database) -> None:
 
 
 async def test_unknown_host_gets_did_you_mean(db: Database) -> None:
-    router, _, _ = await make_router(db, Policy())
+    router, _, _ = await make_router(db, ADMIN)
     reply = await router.dispatch(msg("status gpu-3"))
     assert "unknown host" in reply.text and ("gpu-1" in reply.text or "gpu-2" in reply.text)
 
 
 async def test_unexpected_failure_answers_with_a_reference_not_a_traceback(db: Database, caplog: Any) -> None:
-    router, _, _ = await make_router(db, Policy())
+    router, _, _ = await make_router(db, ADMIN)
     reply = await router.dispatch(msg("try 10 steps on gpu-1"))
     assert "reference" in reply.text
     assert "secret-internal-detail" not in reply.text and "Traceback" not in reply.text
@@ -79,7 +81,7 @@ async def test_unexpected_failure_answers_with_a_reference_not_a_traceback(db: D
 
 
 async def test_rate_limit_per_user(db: Database) -> None:
-    router, _, _ = await make_router(db, Policy(commands_per_minute=3))
+    router, _, _ = await make_router(db, Policy(roles={"*": "admin"}, commands_per_minute=3))
     for _ in range(3):
         assert "slow down" not in (await router.dispatch(msg("queue"))).text
     reply = await router.dispatch(msg("queue"))
@@ -88,7 +90,7 @@ async def test_rate_limit_per_user(db: Database) -> None:
 
 
 async def test_help_comes_from_the_schema(db: Database) -> None:
-    router, _, _ = await make_router(db, Policy())
+    router, _, _ = await make_router(db, ADMIN)
     reply = await router.dispatch(msg("help"))
     for verb in ("try", "sweep", "bench", "rollback", "status"):
         assert verb in reply.text

@@ -17,6 +17,8 @@ from services.store.leases import Leases
 from services.store.models import Schedule
 from services.store.schedules import Schedules, missed_runs
 
+ADMIN = Policy(roles={"*": "admin"})  # roles fail closed; these tests act as an admin
+
 
 def test_missed_runs_lists_the_fire_times_in_between() -> None:
     since = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -27,7 +29,7 @@ def test_missed_runs_lists_the_fire_times_in_between() -> None:
 
 
 async def test_schedule_commands_add_list_remove(db: Database) -> None:
-    router, _, _ = await make_router(db, Policy())
+    router, _, _ = await make_router(db, ADMIN)
     router.domain.schedules = Schedules(db, AuditLog(db))
     reply = await router.dispatch(msg("every day at 02:00 sweep steps 1..5 on gpu-1"))
     assert reply.text.startswith("Schedule 1:") and "every day at 02:00" in reply.text

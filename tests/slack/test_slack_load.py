@@ -20,6 +20,7 @@ from slack_testkit import SECRET
 
 from bot.slack import SlackBot
 from bot.slack_client import build_web_client
+from bot.slack_pacer import SlackPacer
 from handlers.contract import ChatMessage, Reply, Table
 from services.store.db import Database
 from services.store.outbox import OutboxStore
@@ -54,7 +55,8 @@ async def test_200_commands_per_second_acked_fast(sqlite_db: Database) -> None:
         table = Table(columns=("host", "state", "steps"), rows=(("gpu-1", "serving", "4"),))
         return Reply(text=f"{msg.text} for {msg.actor.name}", tables=(table,))
 
-    client = build_web_client(info["token"], base_url=info["base_url"], timeout_s=10)
+    client = build_web_client(info["token"], base_url=info["base_url"], timeout_s=10,
+                              pacer=SlackPacer.unlimited())  # the bot's throughput, not Slack's
     bot = SlackBot(client=client, dispatch=dispatch, store=OutboxStore(sqlite_db), signing_secret=SECRET)
     await bot.start()
     port = await bot.serve_http()

@@ -7,6 +7,9 @@ metadata, ``users.info``, ``conversations.info``, ``files.getUploadURLExternal``
 told to misbehave: HTTP 429 with ``Retry-After``, 5xx, ``ok: false`` errors, slow answers (the
 call is processed, then the answer is late — the case that tempts a client into posting twice).
 `duplicates()` lists idempotency keys (from message metadata) that were posted more than once.
+`fail_for()` makes a method misbehave for a stretch of time (a 429 storm), and `early_calls()` lists
+calls that arrived before the ``Retry-After`` this fake gave for their method (per channel for
+``chat.postMessage``/``chat.postEphemeral``, per workspace for the rest, as Slack applies them).
 
 Point a client at it with ``AsyncWebClient(base_url=fake.base_url)``.
 """
@@ -37,6 +40,10 @@ class Fault:
     error: str = "internal_error"
     status: int = 503
     delay_s: float = 0.0
+    until: float | None = None  # monotonic end of a timed fault (``fail_for``); then ``times`` is ignored
+
+
+PER_CHANNEL_LIMIT = frozenset({"chat.postMessage", "chat.postEphemeral"})
 
 
 @dataclass
@@ -78,6 +85,8 @@ class FakeSlack:
         self.channels: dict[str, dict[str, Any]] = {}
         self.usergroups: list[dict[str, Any]] = []
         self.faults: list[Fault] = []
+        self.holds: dict[tuple[str, str | None], float] = {}  # Retry-After given, per limit key
+        self.early: list[tuple[Call, float]] = []  # (call, seconds before its hold ended)
         self._last_ts = 0.0
         self._file_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -139,6 +148,12 @@ class FakeSlack:
         """Make the next ``times`` calls of ``method`` misbehave (see `Fault`)."""
         self.faults.append(Fault(method, kind, times, retry_after, error, status, delay_s))
 
+    def fail_for(self, method: str, kind: str, *, seconds: float, retry_after: int = 1,
+                 error: str = "internal_error", status: int = 503, delay_s: float = 0.0) -> None:
+        """Make every call of ``method`` ("*" = any) misbehave for the next ``seconds``."""
+        self.faults.append(Fault(method, kind, 1, retry_after, error, status, delay_s,
+                                 until=time.monotonic() + seconds))
+
     # -- inspection ----------------------------------------------------------------------------
 
     def calls_to(self, method: str) -> list[Call]:
@@ -161,6 +176,10 @@ class FakeSlack:
                 keys.append(payload["idempotency_key"])
         return keys
 
+    def early_calls(self) -> list[tuple[Call, float]]:
+        """Calls made before the Retry-After this fake had given for their method (and channel)."""
+        return list(self.early)
+
     def duplicates(self) -> dict[str, int]:
         """Idempotency keys posted more than once, with their counts (empty = no duplicate)."""
         return {k: n for k, n in Counter(self.idempotency_keys()).items() if n > 1}
@@ -181,7 +200,12 @@ class FakeSlack:
     # -- server --------------------------------------------------------------------------------
 
     def _take_fault(self, method: str) -> Fault | None:
+        now = time.monotonic()
         for f in self.faults:
+            if f.until is not None:
+                if now < f.until and f.method in (method, "*"):
+                    return f
+                continue
             if f.times > 0 and f.method in (method, "*"):
                 f.times -= 1
                 return f
@@ -209,10 +233,17 @@ class FakeSlack:
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await self._args(request)
+        limit_key = self._limit_key(method, args)
+        arrived = time.monotonic()
+        hold_until = self.holds.get(limit_key, 0.0)
+        early_by = hold_until - arrived if arrived < hold_until else None
         fault = self._take_fault(method)
         if fault is not None and fault.kind == "slow_before":
             await asyncio.sleep(fault.delay_s)
+        if early_by is not None:
+            self.early.append((Call(method, args, 0, False), early_by))
         if fault is not None and fault.kind == "429":
+            self.holds[limit_key] = max(hold_until, time.monotonic() + fault.retry_after)
             return self._record(method, args, 429, {"ok": False, "error": "ratelimited"},
                                 headers={"Retry-After": str(fault.retry_after)})
         if fault is not None and fault.kind == "5xx":
@@ -230,6 +261,11 @@ class FakeSlack:
         if fault is not None and fault.kind == "slow":
             await asyncio.sleep(fault.delay_s)  # processed, then the answer comes late
         return self._record(method, args, 200, body)
+
+    @staticmethod
+    def _limit_key(method: str, args: dict[str, Any]) -> tuple[str, str | None]:
+        channel = args.get("channel") or args.get("channel_id")
+        return (method, str(channel) if method in PER_CHANNEL_LIMIT and channel else None)
 
     def _record(self, method: str, args: dict[str, Any], status: int, body: dict[str, Any],
                 headers: dict[str, str] | None = None) -> web.Response:
