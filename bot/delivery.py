@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from handlers.contract import Reply
+from services.retry import Backoff
 
 if TYPE_CHECKING:
     from services.store import MessageRef, OutboxItem, OutboxStore
@@ -55,18 +56,7 @@ class Deliverer(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """Exponential backoff with full jitter: ``base * 2**attempts`` capped at ``cap`` seconds."""
-
-    base_s: float = 0.5
-    cap_s: float = 60.0
-    jitter: float = 0.5  # fraction of the delay randomised (0 = none)
-
-    def delay(self, attempts: int, *, at_least: float = 0.0) -> float:
-        raw = min(self.cap_s, self.base_s * float(2 ** min(attempts, 30)))
-        jittered = raw * (1 - self.jitter) + raw * self.jitter * random.random()
-        return max(at_least, jittered)
+DELIVERY_BACKOFF = Backoff(initial_s=0.5, max_s=60.0, jitter=0.5)
 
 
 @dataclass
@@ -90,7 +80,8 @@ async def run_delivery(store: OutboxStore, deliverer: Deliverer, *, holder: str,
     thread reply waits for its parent). ``wake`` cuts the idle wait short when something was just
     enqueued. A store failure (database briefly away) is logged and retried; nothing is dropped.
     """
-    backoff = backoff or Backoff()
+    backoff = backoff or DELIVERY_BACKOFF
+    store_backoff = Backoff(initial_s=poll_s, max_s=5.0, jitter=0.0)
     stats = stats if stats is not None else DeliveryStats()
     transport = deliverer.transport
     store_failures = 0
@@ -101,7 +92,7 @@ async def run_delivery(store: OutboxStore, deliverer: Deliverer, *, holder: str,
         except Exception as exc:  # the database is the source of truth: wait for it
             store_failures += 1
             log.warning("outbox claim failed (%s), retrying", type(exc).__name__)
-            await _idle(stop, wake, min(5.0, poll_s * 2 ** min(store_failures, 5)))
+            await _idle(stop, wake, store_backoff.delay(store_failures))
             continue
         if not items:
             await _idle(stop, wake, poll_s)

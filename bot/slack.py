@@ -34,6 +34,7 @@ from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
 from services.redact import redact
+from services.retry import Backoff, retry_async
 from services.store import AuditLog, OutboxStore
 
 log = logging.getLogger(__name__)
@@ -133,15 +134,8 @@ class SlackBot:
             self._session = ClientSession(timeout=ClientTimeout(total=self.client.timeout),
                                           connector=TCPConnector(limit=32))
             self.client.session = self._session
-        for i in range(attempts):
-            try:
-                await self._auth_test()
-                break
-            except Exception as exc:
-                if i == attempts - 1:
-                    raise
-                log.warning("auth.test failed (%s); retrying", type(exc).__name__)
-                await asyncio.sleep(min(10.0, 0.5 * 2**i))
+        await retry_async(self._auth_test, retry_on=(Exception,), attempts=attempts,
+                          backoff=Backoff(initial_s=0.5, max_s=10.0, jitter=0.0), what="auth.test")
         if self._delivery is None:
             self._delivery = asyncio.create_task(run_delivery(
                 self.store, self.deliverer, holder=self.holder, stop=self._stop, wake=self.wake,
@@ -372,15 +366,15 @@ class SlackBot:
     async def _enqueue_reply(self, key: str, reply: Reply, *, channel: str, thread_of: str | None,
                              hints: dict[str, Any], attempts: int = 6) -> None:
         """Put the answer in the outbox; if the database stays away, post it directly once."""
-        for i in range(attempts):
-            try:
-                await self.outbox.enqueue(key, reply, channel=channel, thread_of=thread_of,
-                                          extra={"slack": hints})
-                return
-            except Exception as exc:
-                log.warning("could not queue the answer %s (%s)", key, type(exc).__name__)
-                if i < attempts - 1:
-                    await asyncio.sleep(min(5.0, 0.2 * 2**i))
+        async def enqueue() -> None:
+            await self.outbox.enqueue(key, reply, channel=channel, thread_of=thread_of, extra={"slack": hints})
+
+        try:
+            await retry_async(enqueue, retry_on=(Exception,), attempts=attempts,
+                              backoff=Backoff(initial_s=0.2, max_s=5.0, jitter=0.0), what=f"queueing the answer {key}")
+            return
+        except Exception as exc:
+            log.warning("could not queue the answer %s (%s)", key, type(exc).__name__)
         text = redact(reply.text)[:3000] or "(no answer)"
         try:
             await self.client.chat_postMessage(channel=channel, text=text,

@@ -24,16 +24,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """``initial_s * 2**attempt`` capped at ``max_s``; with ``jitter`` a uniform draw below that (full jitter)."""
+    """``initial_s * 2**attempt`` capped at ``max_s``; ``jitter`` is the fraction of it drawn at random (1: full
+    jitter, a uniform draw below the bound; 0: the bound itself)."""
 
     initial_s: float = 0.25
     max_s: float = 5.0
-    jitter: bool = True
+    jitter: float = 1.0
 
     def delay(self, attempt: int, *, at_least: float = 0.0) -> float:
         """The wait before retry number ``attempt`` (0 for the first retry), never below ``at_least``."""
         raw = min(self.max_s, self.initial_s * float(2 ** min(max(attempt, 0), 30)))
-        return max(random.uniform(0.0, raw) if self.jitter else raw, at_least)
+        return max(raw * (1.0 - self.jitter) + raw * self.jitter * random.random(), at_least)
 
 
 class _BackoffWait(wait_base):

@@ -186,7 +186,7 @@ class SshConnection:
         time) it raises `HostTimeout`: nothing was started.
         """
         reconnected = False
-        session_backoff, refusals = Backoff(initial_s=0.01, max_s=0.2, jitter=False), 0
+        session_backoff, refusals = Backoff(initial_s=0.01, max_s=0.2, jitter=0.0), 0
 
         def budget(limit: float) -> float:
             end = limit if deadline is None else min(limit, deadline)

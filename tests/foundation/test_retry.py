@@ -10,7 +10,7 @@ from services.retry import Backoff, retry_async
 
 
 def test_delays_double_then_cap_without_jitter() -> None:
-    b = Backoff(initial_s=0.1, max_s=1.0, jitter=False)
+    b = Backoff(initial_s=0.1, max_s=1.0, jitter=0.0)
     assert [b.delay(n) for n in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
     assert b.delay(10_000) == 1.0  # no overflow on long outages
     assert b.delay(0, at_least=3.0) == 3.0  # a server's Retry-After wins
@@ -32,7 +32,7 @@ async def test_retries_named_errors_until_success() -> None:
             raise ConnectionError("down")
         return "ok"
 
-    assert await retry_async(flaky, retry_on=(ConnectionError,), backoff=Backoff(0.01, 0.05, jitter=False)) == "ok"
+    assert await retry_async(flaky, retry_on=(ConnectionError,), backoff=Backoff(0.01, 0.05, jitter=0.0)) == "ok"
     assert len(calls) == 3
     assert calls[2] - calls[1] >= 0.015  # waited the doubled delay
 
