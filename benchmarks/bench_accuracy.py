@@ -21,7 +21,7 @@ from typing import Any
 from services.bench.runner import BenchSpec, run_benchmark
 from services.bench.stats import LevelResult
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
 from support.truth_launch import truth_server
 from support.truth_plan import TruthParams, truth_for
 

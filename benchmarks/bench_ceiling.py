@@ -22,7 +22,7 @@ from pathlib import Path
 
 from services.bench.runner import BenchSpec, run_benchmark
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
 from support.truth_launch import truth_server
 
 

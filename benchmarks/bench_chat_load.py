@@ -5,7 +5,7 @@ The bot is the real core (`bot.app.build_core`: router, job runner, SQLite, a si
 with a `bench c=64` job running its benchmark the whole time. Two phases, each `--seconds` long:
 
 * slack: signed `/pitcrew status|history` slash commands at `--rate`/s into the bot's HTTP-mode Slack
-  app (`bot.slack.SlackBot`, dispatching to the real router), fired by `tests/slack/slack_loadgen.py`
+  app (`bot.slack.SlackBot`, dispatching to the real router), fired by `tests/bot/slack/slack_loadgen.py`
   in its own process, which also runs the fake Slack Web API that receives the answers. Figures: ack
   latency in the bot (request in -> 200 out) and as the client saw it, answers posted, duplicates.
 * router: the same mix dispatched straight into `core.router.dispatch` at `--rate`/s from the bot's
@@ -34,8 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "reliability"))
-sys.path.insert(0, str(ROOT / "tests" / "slack"))
-LOADGEN = ROOT / "tests" / "slack" / "slack_loadgen.py"
+sys.path.insert(0, str(ROOT / "tests" / "bot" / "slack"))
+LOADGEN = ROOT / "tests" / "bot" / "slack" / "slack_loadgen.py"
 BENCH = {"concurrency": [64], "requests_per_level": 4000, "warmup": 0, "input_len": 64, "output_len": 128}
 
 
@@ -52,7 +52,7 @@ async def loop_lag(stop: asyncio.Event, out: list[float], period: float = 0.01) 
 
 
 async def slack_phase(core: Any, rate: float, seconds: float) -> dict[str, Any]:
-    from slack_testkit import SECRET
+    from slack_kit import SECRET
 
     from bot.slack import SlackBot
     from bot.slack_client import build_web_client

@@ -6,7 +6,7 @@ probe on) against a `support.truth_server` process (tests/support), and compares
 the same measured requests (same monotonic clock):
 
 - output tok/s error: the client's figure vs the server's tokens / (last chunk written - first
-  arrival) of the measured requests (the window holds nothing else; tests/benchmark/test_bench_window.py);
+  arrival) of the measured requests (the window holds nothing else; tests/bench/test_bench_window.py);
 - TTFT error: client mean TTFT - server mean (first chunk written - arrival), same requests;
 - CPU s per 1000 output tokens: the child's own figure (process CPU over the measurement window,
   what `pitcrew bench` shows) and the marginal cost from the children's rusage at two request counts
@@ -28,7 +28,7 @@ from typing import Any
 
 from services.bench import BenchSpec, run_benchmark_isolated
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
 from support.truth_launch import TruthServer, truth_server  # noqa: E402
 
 TTFT_S = 0.05

@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the test doubles in tests/support
+sys.path.append(str(ROOT / "tests"))  # the test doubles in tests/support
 
 from support.truth_launch import child_env  # noqa: E402
 

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles in tests/support
 from support.truth_launch import TruthServer, truth_server
 
 TTFT_S = 0.05

@@ -17,9 +17,11 @@ from services.store.db import Database
 
 PG_URL = os.environ.get("PITCREW_TEST_PG_URL", "")
 
-# Child processes the tests start (`python -m support.…`, helper scripts) import the test doubles too.
-_TESTS_DIR = str(Path(__file__).resolve().parent)
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_TESTS_DIR, os.environ.get("PYTHONPATH", "")) if p)
+# Child processes the tests start (`python -m support.…`, helper scripts) import the test doubles too; the source
+# tree goes first so that tests/bot and tests/handlers never shadow the packages of the same name.
+_TESTS_DIR = Path(__file__).resolve().parent
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(_TESTS_DIR.parent), str(_TESTS_DIR), os.environ.get("PYTHONPATH", "")) if p)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -77,9 +79,9 @@ _SCENARIO_DIRS = ("e2e", "demo", "reliability")
 # Tests whose assertions are about time or rates against a ground truth (the benchmark against the truth server, the
 # simulated server's token rates, chat acks under load, a kill timed against a running benchmark): `make test` runs
 # them after the rest, alone, so the other tests' CPU cannot bend their figures.
-_SERIAL = ("benchmark/", "simhost/test_simhost_server.py", "slack/test_slack_load.py",
+_SERIAL = ("bench/", "simhost/test_simhost_server.py", "bot/slack/test_slack_load.py",
            "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py",
-           "slack/test_slack_pacing.py", "router/test_job_notifier.py")
+           "bot/slack/test_slack_pacing.py", "handlers/router/test_job_notifier.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

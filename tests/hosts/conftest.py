@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hosts_testutil import journal_backend_label
+from hosts_kit import journal_backend_label
 
 from services.hosts.contract import HostSpec
 from services.hosts.ssh import SshHost

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import asyncssh
 import pytest
-from hosts_testutil import read, wait_dead, wait_for_file
+from hosts_kit import read, wait_dead, wait_for_file
 
 from services.errors import (
     CommandFailed,

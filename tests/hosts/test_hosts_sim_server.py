@@ -6,7 +6,7 @@ import os
 
 import asyncssh
 import pytest
-from hosts_testutil import read, wait_dead
+from hosts_kit import read, wait_dead
 
 from services.errors import HostError, HostUnreachable
 from simhost.ssh import rotate_host_key, start_ssh_server

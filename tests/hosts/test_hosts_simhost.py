@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from hosts_testutil import journal_backend_label, read, wait_dead
+from hosts_kit import journal_backend_label, read, wait_dead
 
 from services.hosts.contract import HostSpec
 from services.hosts.ssh import SshHost

@@ -1,4 +1,4 @@
-"""Fixtures of the incident tests (helpers live in `incidents_testkit`)."""
+"""Fixtures of the incident tests (helpers live in `incidents_kit`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from incidents_testkit import JournalHost, start_journal_host, stop_journal_host
+from incidents_kit import JournalHost, start_journal_host, stop_journal_host
 
 from services.store.db import Database
 

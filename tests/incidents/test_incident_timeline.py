@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from incidents_testkit import RecordingOutbox
+from incidents_kit import RecordingOutbox
 from test_incidents_lifecycle import failed_start, feed, monitor
 
 from handlers.charts import incident_timeline_figure

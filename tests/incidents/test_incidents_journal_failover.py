@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from incidents_testkit import UNIT, JournalHost, start_journal_host, stop_journal_host, wait_for
+from incidents_kit import UNIT, JournalHost, start_journal_host, stop_journal_host, wait_for
 from sqlalchemy import select
 
 from services.journal.entries import JournalEntry

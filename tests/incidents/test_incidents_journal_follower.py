@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from incidents_testkit import UNIT, JournalHost, spawn_ssh_server, spec_for, start_journal_host, stop_journal_host
+from incidents_kit import UNIT, JournalHost, spawn_ssh_server, spec_for, start_journal_host, stop_journal_host
 from support.truth_launch import child_env
 
 from services.errors import DatabaseUnavailable

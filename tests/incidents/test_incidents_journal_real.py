@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from incidents_testkit import UNIT, JournalHost, RecordingOutbox, spawn_ssh_server, spec_for
+from incidents_kit import UNIT, JournalHost, RecordingOutbox, spawn_ssh_server, spec_for
 from sqlalchemy import select
 from support.truth_launch import child_env
 

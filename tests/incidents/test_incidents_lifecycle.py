@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from incidents_testkit import RecordingOutbox
+from incidents_kit import RecordingOutbox
 
 from handlers.incident_view import IncidentNotifier, render_alert, render_logs
 from services.errors import Conflict, NotFound, UserInputError

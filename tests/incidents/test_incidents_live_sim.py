@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from incidents_testkit import RecordingOutbox, spec_from_sim, wait_for
+from incidents_kit import RecordingOutbox, spec_from_sim, wait_for
 
 from handlers.incident_view import IncidentNotifier
 from services.events import EventBus

@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from incidents_testkit import RecordingOutbox, start_journal_host, stop_journal_host, wait_for
+from incidents_kit import RecordingOutbox, start_journal_host, stop_journal_host, wait_for
 
 from handlers.incident_view import IncidentNotifier
 from services.events import EventBus

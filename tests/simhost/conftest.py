@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from simhost_testutil import SCALE
+from simhost_kit import SCALE
 
 from simhost.host import SimHost
 

@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from simhost_testutil import SCALE
+from simhost_kit import SCALE
 
 from simhost import procs
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
-from simhost_testutil import SCALE, assert_format, messages, sh, wait_for
+from simhost_kit import SCALE, assert_format, messages, sh, wait_for
 
 from simhost.host import SimHost
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import aiohttp
 import asyncssh
-from simhost_testutil import SCALE, assert_format
+from simhost_kit import SCALE, assert_format
 
 from simhost.host import SimHost
 

@@ -9,7 +9,7 @@ import sys
 import time
 
 import aiohttp
-from simhost_testutil import assert_format, journal, messages, sh, tool_env, wait_for
+from simhost_kit import assert_format, journal, messages, sh, tool_env, wait_for
 
 from simhost.sglang import model
 

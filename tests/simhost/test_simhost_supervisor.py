@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from simhost_testutil import assert_format, wait_for
+from simhost_kit import assert_format, wait_for
 
 from simhost.journal import JournalWriter, iter_all, journal_path, unit_matches
 from simhost.supervisor import JobFailed, Supervisor

@@ -61,7 +61,8 @@ class TruthServer:
 def child_env() -> dict[str, str]:
     """The environment for a child `python -m support.…`: `tests/` on its import path."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS_DIR, env.get("PYTHONPATH", "")) if p)
+    root = str(Path(TESTS_DIR).parent)  # the source tree first: tests/bot and tests/handlers must not shadow packages
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, TESTS_DIR, env.get("PYTHONPATH", "")) if p)
     return env
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench_testutil import rel_slack, slack_ms
+from bench_kit import rel_slack, slack_ms
 from support.truth_plan import TruthParams, truth_for
 
 from services.bench.runner import BenchSpec, run_benchmark

@@ -19,7 +19,7 @@ from handlers.contract import ChatMessage, Reply
 from services.store.db import Database
 from services.store.outbox import OutboxStore
 
-MANIFEST = Path(__file__).resolve().parents[2] / "slack" / "manifest.yaml"
+MANIFEST = Path(__file__).resolve().parents[3] / "slack" / "manifest.yaml"
 
 
 async def test_socket_mode_slash_command_is_acked_and_answered(sqlite_db: Database, fake: FakeSlack) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slack_testkit import Harness
+from slack_kit import Harness
 
 from handlers.auth import Policy
 from handlers.contract import ChatMessage, Reply

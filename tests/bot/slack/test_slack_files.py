@@ -3,7 +3,7 @@ URL, upload, complete); a message Slack rejects as invalid blocks is sent as pla
 
 from __future__ import annotations
 
-from slack_testkit import Harness
+from slack_kit import Harness
 
 from handlers.contract import Attachment, ChatMessage, Reply, Table
 

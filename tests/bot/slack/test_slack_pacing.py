@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from slack_testkit import Harness
+from slack_kit import Harness
 
 from bot.slack_pacer import BUDGETS, SlackHeld, SlackPacer
 from handlers.contract import ChatMessage, Reply

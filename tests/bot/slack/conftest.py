@@ -1,5 +1,5 @@
 """Fixtures for the Slack transport tests: a fake Slack Web API, a SQLite outbox, and a running
-bot in HTTP mode on a loopback port (see slack_testkit.Harness)."""
+bot in HTTP mode on a loopback port (see slack_kit.Harness)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from slack_testkit import SECRET, Harness
+from slack_kit import SECRET, Harness
 from support.fake_slack import FakeSlack
 
 from bot.slack import SlackBot

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from slack_testkit import Harness
+from slack_kit import Harness
 
 from handlers.contract import ChatMessage, Reply, Table
 

@@ -2,7 +2,7 @@
 fake Slack in another process. Every command is acked well inside Slack's 3 s, the event loop's
 lag is measured, and every answer reaches Slack exactly once. Prints the figures.
 
-Reproduce: .venv/bin/pytest tests/slack/test_slack_load.py -s
+Reproduce: .venv/bin/pytest tests/bot/slack/test_slack_load.py -s
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from slack_testkit import SECRET
+from slack_kit import SECRET
 
 from bot.slack import SlackBot
 from bot.slack_client import build_web_client
@@ -28,7 +28,7 @@ from services.store.outbox import OutboxStore
 RATE = 200.0
 SECONDS = 3.0
 GEN = Path(__file__).with_name("slack_loadgen.py")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _pct(values: list[float], p: float) -> float:

@@ -20,7 +20,7 @@ from handlers.registry import BY_TYPE, BY_WORD, COMMANDS, check
 from handlers.spec import CommandSpec
 from services.store.db import Database
 
-HANDLERS_DIR = Path(__file__).parents[2] / "handlers"
+HANDLERS_DIR = Path(__file__).parents[3] / "handlers"
 
 
 def test_every_command_type_is_declared_exactly_once() -> None:

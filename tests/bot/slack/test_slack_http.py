@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from slack_testkit import Harness, sign
+from slack_kit import Harness, sign
 
 from handlers.contract import Button, ChatMessage, Reply, Table
 
