@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.delivery import StoreOutbox
+from bot.incident_wiring import start_incident_watch
+from bot.scheduler import SchedulerService
 from bot.settings import Settings
 from handlers.auth import Policy
 from handlers.job_notifier import JobNotifier
@@ -25,9 +27,10 @@ from handlers.router import Domain, Router
 from services.events import EventBus
 from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, job_pipeline
 from services.hosts import HostPool, HostSpec
+from services.incidents import AutoRollbackRequested
 from services.jobs import JobRunner
 from services.status import FleetStatus
-from services.store import AuditLog, Database, Leases, OutboxStore, Schedules
+from services.store import AuditActor, AuditLog, Database, Leases, OutboxStore, Schedules
 from services.units import Revisions
 
 log = logging.getLogger(__name__)
@@ -119,8 +122,6 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     await jobs.start()
     stack.push_async_callback(jobs.stop)
     if start_scheduler:
-        from bot.scheduler import SchedulerService
-
         sched = SchedulerService(schedules, Leases(db, ttl_s=60.0), dispatch=router.dispatch, outbox=outbox,
                                  holder=holder)
         await sched.start()
@@ -131,15 +132,10 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
 
 async def _start_incidents(settings: Settings, stack: AsyncExitStack, **deps: Any) -> Any:
     """Start the journal watch and incident lifecycle for every host."""
-    from bot.incident_wiring import start_incident_watch
-
     return await start_incident_watch(settings, stack, **deps)
 
 
 def _wire_auto_rollback(core: Core) -> None:
-    from services.incidents import AutoRollbackRequested
-    from services.store import AuditActor
-
     async def on_request(e: Any) -> None:
         if any(j.kind == "rollback" for j in await core.jobs.queue(e.host)):
             return  # one is already on its way

@@ -12,12 +12,23 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
+import orjson
+from rich.console import Console
+from rich.table import Table
 
-if TYPE_CHECKING:
-    from services.bench import BenchResult
+from services.bench import (
+    BenchProgress,
+    BenchResult,
+    BenchSpec,
+    SglangMetricsProbe,
+    VllmMetricsProbe,
+    run_benchmark,
+    run_client_loop,
+)
+from services.errors import BenchmarkError
 
 
 def _levels(text: str) -> tuple[int, ...]:
@@ -45,9 +56,6 @@ _COMPACT = ("C", "req", "fail", "out tok/s", "TTFT p50/p99 ms", "tok/s/req p50")
 
 
 def render_table(result: BenchResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     out = Console()
     if not out.is_terminal:
         out = Console(width=200)
@@ -79,10 +87,6 @@ def render_table(result: BenchResult) -> None:
 
 
 async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
-    from rich.console import Console
-
-    from services.bench import BenchProgress, run_benchmark
-
     err = Console(stderr=True)
     live = err.is_terminal and not as_json
     cancel = asyncio.Event()
@@ -132,9 +136,6 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
           duration: float | None, warmup: int, input_len: int, output_len: int, prompts: str | None,
           seed: int, timeout: float, metrics: str, as_json: bool) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop, per concurrency level)."""
-    from services.bench import BenchSpec, SglangMetricsProbe, VllmMetricsProbe, run_client_loop
-    from services.errors import BenchmarkError
-
     try:
         levels = _levels(concurrency)
     except click.BadParameter as exc:
@@ -159,8 +160,6 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
     except BenchmarkError as exc:
         _fail(str(exc), code=1)
     if as_json:
-        import orjson
-
         click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode())
     else:
         render_table(result)

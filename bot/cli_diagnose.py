@@ -10,6 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import orjson
+
+from services.diagnosis import SideEvidence
+from services.diagnosis import diagnose as run_diagnosis
+from services.errors import PitcrewError
+from services.journal import ParseStats, iter_entries
 
 
 def diagnose_file(path: str, side: Any = None, *, unit: str | None = None) -> tuple[Any, Any]:
@@ -18,9 +24,6 @@ def diagnose_file(path: str, side: Any = None, *, unit: str | None = None) -> tu
     Returns (Diagnosis, ParseStats). Entries are parsed and handed to diagnosis one at a time, so memory
     does not grow with the journal. Raises OSError when the file cannot be read.
     """
-    from services.diagnosis import diagnose as run_diagnosis
-    from services.journal import ParseStats, iter_entries
-
     stats = ParseStats()
     with open(path, "rb") as fh:
         result = run_diagnosis(iter_entries(fh, stats), side, unit=unit)
@@ -40,11 +43,6 @@ def _fail(message: str) -> None:
 @click.option("--unit", default=None, help="Unit name (default: the unit most entries belong to).")
 def diagnose(file: str, extra_file: str | None, as_json: bool, unit: str | None) -> None:
     """Diagnose a saved journalctl -o json export of a unit (post-mortem)."""
-    import orjson
-
-    from services.diagnosis import SideEvidence
-    from services.errors import PitcrewError
-
     side = SideEvidence()
     if extra_file:
         try:

@@ -14,6 +14,8 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
 from handlers.contract import Actor, ChatMessage, Reply
 from services.store import Leases, ScheduleInfo, Schedules, build_trigger, missed_runs, utcnow
 
@@ -25,8 +27,6 @@ class SchedulerService:
 
     def __init__(self, schedules: Schedules, leases: Leases, *, dispatch: Any, outbox: Any, holder: str,
                  sync_s: float = 30.0) -> None:
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
         self.schedules = schedules
         self.leases = leases
         self.dispatch = dispatch

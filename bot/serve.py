@@ -17,6 +17,8 @@ from bot.app import build_core
 from bot.health import HealthServer
 from bot.logs import configure_logging
 from bot.settings import ConfigError, Settings
+from bot.slack import missing_settings_message
+from bot.slack_serve import run_slack
 from handlers.auth import has_granted_role
 
 log = logging.getLogger(__name__)
@@ -33,9 +35,6 @@ Roles: viewer < experimenter (try, sweep, bench) < operator (rollback, kill-stal
 
 
 async def serve(settings: Settings) -> None:
-    from bot.slack import missing_settings_message
-    from bot.slack_serve import run_slack
-
     missing = settings.slack.missing()
     if missing:
         raise ConfigError(missing_settings_message(missing))

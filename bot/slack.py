@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 import re
 import secrets
 import time
@@ -24,6 +25,7 @@ from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
@@ -56,8 +58,6 @@ class _DropTokenSkipped(logging.Filter):
 @contextmanager
 def _no_oauth_env() -> Any:
     """Bolt turns OAuth on by itself when SLACK_CLIENT_ID/SECRET are set: hide them meanwhile."""
-    import os
-
     saved = {k: os.environ.pop(k) for k in ("SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET") if k in os.environ}
     bolt_log = logging.getLogger("slack_bolt.AsyncApp")
     quiet = _DropTokenSkipped()
@@ -156,8 +156,6 @@ class SlackBot:
 
     async def start_socket_mode(self, app_token: str) -> None:
         """Connect to Slack over Socket Mode (events arrive on a websocket; no public URL)."""
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
         self._socket = AsyncSocketModeHandler(self.app, app_token, web_client=self.client)
         await self._socket.connect_async()
 

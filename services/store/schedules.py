@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import select, update
 
 from services.errors import NotFound, UserInputError
@@ -43,9 +45,6 @@ def _info(s: Schedule) -> ScheduleInfo:
 
 def build_trigger(trigger: dict[str, Any]) -> Any:
     """An APScheduler 3.x trigger (UTC) from the stored plain values."""
-    from apscheduler.triggers.cron import CronTrigger
-    from apscheduler.triggers.interval import IntervalTrigger
-
     if trigger.get("kind") == "interval":
         return IntervalTrigger(seconds=int(trigger["every_seconds"]), timezone="UTC")
     kwargs: dict[str, Any] = {"hour": int(trigger.get("hour") or 0), "minute": int(trigger.get("minute") or 0)}
