@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from handlers.contract import Attachment, Button, Reply, Table, format_table, render_plain
-from handlers.contract import _numeric as is_numeric_cell
+from handlers.contract import Attachment, Button, Reply, Table, format_table, is_numeric_cell, render_plain
 from services.redact import redact
 
 MAX_BLOCKS = 50

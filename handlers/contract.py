@@ -154,7 +154,7 @@ def format_table(table: Table) -> str:
     rows = [list(r) for r in table.rows]
     widths = [max([len(c)] + [len(r[i]) if i < len(r) else 0 for r in rows]) for i, c in enumerate(cols)]
     align = list(table.align) if table.align else [
-        "right" if rows and all(_numeric(r[i]) for r in rows if i < len(r)) else "left"
+        "right" if rows and all(is_numeric_cell(r[i]) for r in rows if i < len(r)) else "left"
         for i in range(len(cols))]
 
     def fmt(cells: Sequence[str]) -> str:
@@ -173,7 +173,8 @@ def format_table(table: Table) -> str:
     return "\n".join(lines)
 
 
-def _numeric(cell: str) -> bool:
+def is_numeric_cell(cell: str) -> bool:
+    """Whether a table cell reads as a number (right-aligned): `1,360.8`, `+15 %`, `−1.0`."""
     s = cell.strip().replace(",", "").replace("%", "").replace("+", "").replace("−", "-")
     s = s.split(" ")[0]
     if s in ("", "-", "—", "n/a"):

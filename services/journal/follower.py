@@ -66,6 +66,7 @@ from services.hosts import Host
 from services.journal.entries import JournalEntry, parse_entry
 from services.journal.types import (
     STATE_PROPERTIES,
+    FollowerCounters,
     FollowerStatus,
     HostContactLost,
     HostContactRestored,
@@ -73,7 +74,6 @@ from services.journal.types import (
     JournalGap,
     UnitState,
     UnitStateRead,
-    _Counters,
     cursor_field,
     cursor_realtime_us,
     parse_show,
@@ -145,7 +145,7 @@ class JournalFollower:
         self._boot_tag = ""
         self._from_head = False
         self._loaded = False
-        self._n = _Counters()
+        self._n = FollowerCounters()
         self._connected = False
         self._lost_mono: float | None = None
         self._lost_wall: datetime | None = None

@@ -134,7 +134,7 @@ class FollowerStatus:
 
 
 @dataclass
-class _Counters:
+class FollowerCounters:
     entries: int = 0
     bad_lines: int = 0
     handler_errors: int = 0
