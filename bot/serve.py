@@ -18,6 +18,7 @@ from bot.health import HealthServer
 from bot.logs import configure_logging
 from bot.settings import ConfigError, Settings
 from bot.slack import missing_settings_message
+from bot.slack_home import HomeTab
 from bot.slack_serve import run_slack
 from handlers.auth import has_granted_role
 
@@ -55,6 +56,12 @@ async def serve(settings: Settings) -> None:
         async def ready(bot: Any) -> None:
             core.extras["delivery_stats"] = bot.stats
             core.extras["slack_pacer"] = getattr(bot.client, "pacer", None)
+            status = core.router.domain.status
+            if status is not None:
+                home = HomeTab(bot.client, fleet=lambda: status.hosts(core.hosts.names()))
+                home.attach(bot)
+                home.subscribe(core.bus)
+                stack.push_async_callback(home.aclose)
             if settings.metrics_port is not None or settings.slack.mode == "socket":
                 runner = await health.start(port=settings.metrics_port or settings.slack.http_port)
                 stack.push_async_callback(runner.cleanup)

@@ -79,6 +79,7 @@ BUDGETS: dict[str, Budget] = {
     "files.completeUploadExternal": TIER4,
     "auth.test": TIER4,  # special tier, "hundreds per minute"
     "apps.connections.open": TIER1,
+    "views.publish": TIER4,  # the App Home tab (bot.slack_home), per user
 }
 # Methods whose limit (and so whose 429 hold) is per channel rather than per workspace.
 PER_CHANNEL_HOLD = frozenset({"chat.postMessage", "chat.postEphemeral"})

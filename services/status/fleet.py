@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from services.errors import HostError
-from services.experiments import Results, config_label
+from services.experiments import Results, RunSummary, config_label
 from services.incidents import IncidentInfo
 from services.jobs import JobRunner
-from services.units import UnitOps, read_exec_start
+from services.units import UnitOps, engine_of, read_exec_start
 
 STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a second, however many ask
 SSH_READ_TIMEOUT_S = 15.0
@@ -32,6 +32,7 @@ class UnitState:
     sub_state: str
     restarts: int
     config: str  # a short name for the configuration ("steps 5")
+    engine: str = ""  # "sglang" or "vllm" as the unit's ExecStart says, "" when it names neither
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,15 @@ class IncidentBrief:
 
 @dataclass(frozen=True)
 class LastResult:
+    """The host's newest benchmark run, with its headline figure: decode tok/s per request (median) at the
+    lowest concurrency measured, and that median's bootstrap 95 % interval (the noise band)."""
+
     run_id: int
     label: str
+    ok: bool = True
+    concurrency: int | None = None
+    decode_tok_s: float | None = None
+    decode_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,7 @@ class FleetStatus:
         last = await self._results.recent(host, 1)
         return HostStatus(host=host, unit=unit, state=state, unreachable=unreachable,
                           running_job=self._jobs.running_job(host), queued_jobs=len(queued), incidents=incidents,
-                          last_result=LastResult(last[0].id, last[0].label) if last else None)
+                          last_result=_last_result(last[0]) if last else None)
 
     async def unit_state(self, host: str) -> UnitState:
         """The host's unit state, shared by concurrent callers and reused for `ttl_s` when it succeeded."""
@@ -112,4 +120,16 @@ class FleetStatus:
         ops = self._ops(host)
         st = await asyncio.wait_for(ops.state(), SSH_READ_TIMEOUT_S)
         text = await asyncio.wait_for(ops.read_unit(), SSH_READ_TIMEOUT_S)
-        return UnitState(st.active_state, st.sub_state, st.n_restarts, config_label(read_exec_start(text).argv))
+        argv = read_exec_start(text).argv
+        engine = engine_of(argv)
+        return UnitState(st.active_state, st.sub_state, st.n_restarts, config_label(argv),
+                         engine=engine[0] if engine else "")
+
+
+def _last_result(run: RunSummary) -> LastResult:
+    measured = sorted((lv for lv in run.levels if lv.decode_tok_s is not None), key=lambda lv: lv.concurrency)
+    if not measured:
+        return LastResult(run.id, run.label, ok=run.ok)
+    lv = measured[0]
+    return LastResult(run.id, run.label, ok=run.ok, concurrency=lv.concurrency, decode_tok_s=lv.decode_tok_s,
+                      decode_ci=lv.decode_ci)

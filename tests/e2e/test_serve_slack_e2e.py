@@ -28,14 +28,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _signed(body: str) -> dict[str, str]:
+def _signed(body: str, content_type: str = "application/x-www-form-urlencoded") -> dict[str, str]:
     import hashlib
     import hmac
 
     ts = str(int(time.time()))
     sig = "v0=" + hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
     return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig,
-            "Content-Type": "application/x-www-form-urlencoded"}
+            "Content-Type": content_type}
 
 
 async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp_path: Path) -> None:
@@ -73,6 +73,18 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
                     except aiohttp.ClientError:
                         pass
                     await asyncio.sleep(0.1)
+                # alice opens the App Home: the fleet at a glance, read from the simulated host
+                home = json.dumps({"token": "x", "team_id": "T0001", "api_app_id": "A1", "type": "event_callback",
+                                   "event_id": "EvHome1", "event_time": int(time.time()),
+                                   "event": {"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "home",
+                                             "event_ts": str(time.time())}})
+                async with http.post(f"{url}/slack/events", data=home,
+                                     headers=_signed(home, "application/json")) as r:
+                    assert r.status == 200
+                await fake.wait_for(lambda f: "U1" in f.home_views, timeout=30)
+                first_home = json.dumps(fake.home_views["U1"]["blocks"], ensure_ascii=False)
+                assert info["name"] in first_home and "active/running" in first_home, first_home
+                assert "sglang · steps 3" in first_home and "last result: none yet" in first_home, first_home
                 body = urllib.parse.urlencode({
                     "team_id": "T0001", "channel_id": "C1", "channel_name": "gpu-ops", "user_id": "U1",
                     "user_name": "alice", "command": "/pitcrew", "text": "try 4 steps", "api_app_id": "A1",
@@ -114,6 +126,11 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
                 parent = next(m for m in fake.messages if m.ts == parent.ts)
                 assert parent.edits >= 2  # progress edited in place, then the final state
                 assert not fake.duplicates()
+                # the Home tab was republished with the job's result (steps 4, decode tok/s at C=1)
+                await fake.wait_for(lambda f: re.search(r"last result: steps 4 · \d+ tok/s .*at C=1 · run 1",
+                                                        json.dumps(f.home_views["U1"]["blocks"],
+                                                                   ensure_ascii=False)) is not None, timeout=30)
+                assert len(fake.calls_to("views.publish")) >= 2
                 # the record stays: the final message still shows the exact diff and who confirmed it
                 final = shown(parent)
                 assert re.search(r"--speculative-num-steps 3 -(>|&gt;) 4", final), final

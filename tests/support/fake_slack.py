@@ -3,7 +3,8 @@
 It answers the methods pitcrew calls the way Slack does (``auth.test``, ``chat.postMessage``,
 ``chat.update``, ``chat.postEphemeral``, ``conversations.history``/``replies`` with message
 metadata, ``users.info``, ``conversations.info``, ``files.getUploadURLExternal`` + the upload URL
-+ ``files.completeUploadExternal``, ``apps.connections.open``), records every call, and can be
++ ``files.completeUploadExternal``, ``apps.connections.open``, ``views.publish`` — the last Home view
+per user in ``home_views``), records every call, and can be
 told to misbehave: HTTP 429 with ``Retry-After``, 5xx, ``ok: false`` errors, slow answers (the
 call is processed, then the answer is late — the case that tempts a client into posting twice).
 `duplicates()` lists idempotency keys (from message metadata) that were posted more than once.
@@ -96,6 +97,8 @@ class FakeSlack:
         self.socket_acks: list[dict[str, Any]] = []
         self.responses: list[dict[str, Any]] = []  # bodies POSTed to response URLs
         self._envelopes = itertools.count(1)
+        self.home_tab_enabled = True
+        self.home_views: dict[str, dict[str, Any]] = {}  # user -> the Home view last published for them
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -222,7 +225,7 @@ class FakeSlack:
             else:
                 form = await request.post()
                 args.update({k: v for k, v in form.items() if isinstance(v, str)})
-        for k in ("blocks", "metadata", "files"):
+        for k in ("blocks", "metadata", "files", "view"):
             if isinstance(args.get(k), str):
                 try:
                     args[k] = json.loads(args[k])
@@ -429,6 +432,17 @@ class FakeSlack:
         if info is None:
             return {"ok": False, "error": "channel_not_found"}
         return {"ok": True, "channel": info}
+
+    def _m_views_publish(self, a: dict[str, Any], _r: web.Request) -> dict[str, Any]:
+        view = a.get("view")
+        if not a.get("user_id") or not isinstance(view, dict) or not isinstance(view.get("blocks"), list):
+            return {"ok": False, "error": "invalid_arguments"}
+        if view.get("type") == "home" and not self.home_tab_enabled:
+            return {"ok": False, "error": "not_enabled"}
+        if len(view["blocks"]) > 100 or len(json.dumps(view)) > 250_000:
+            return {"ok": False, "error": "view_too_large" if len(view["blocks"]) <= 100 else "invalid_blocks"}
+        self.home_views[str(a["user_id"])] = view
+        return {"ok": True, "view": {"id": f"V{len(self.calls):06d}", "type": view.get("type"), **view}}
 
     def _m_apps_connections_open(self, _a: dict[str, Any], _r: web.Request) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
