@@ -100,3 +100,24 @@ async def test_health_counts_jobs_incidents_and_outbox(db: Database) -> None:
                       needs_confirmation=False)
     counts = await query.counts()
     assert counts.jobs == {"awaiting_confirmation": 1, "queued": 1}
+
+
+async def test_status_names_the_engine_and_the_last_results_headline_figure(db: Database) -> None:
+    fleet, _ = await _fleet(db, CountingOps())
+    results = Results(db)
+    levels = [{"concurrency": 4, "requests": 8, "decode_tok_s_per_request": {"p50": 190.0},
+               "decode_tok_s_ci95": [180.0, 200.0]},
+              {"concurrency": 1, "requests": 8, "decode_tok_s_per_request": {"p50": 277.0},
+               "decode_tok_s_ci95": [271.5, 282.5]}]
+    run = await results.save(host="gpu-1", model="m", label="steps 5", result={"levels": levels}, ok=True)
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.state is not None and s.state.engine == "sglang"
+    assert s.last_result is not None
+    assert (s.last_result.run_id, s.last_result.label, s.last_result.ok) == (run.id, "steps 5", True)
+    # the lowest concurrency measured, with its bootstrap interval
+    assert (s.last_result.concurrency, s.last_result.decode_tok_s, s.last_result.decode_ci) == (1, 277.0,
+                                                                                                 (271.5, 282.5))
+    await results.save(host="gpu-1", model="m", label="steps 6", result={"levels": []}, ok=False)
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.last_result is not None and (s.last_result.label, s.last_result.ok, s.last_result.decode_tok_s) == (
+        "steps 6", False, None)
