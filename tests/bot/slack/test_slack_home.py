@@ -140,7 +140,7 @@ async def test_a_finished_job_republishes_the_home_view_with_the_new_result(make
 async def test_a_burst_of_events_gives_one_publish_per_user_per_interval(make_harness: Any) -> None:
     h = await make_harness(_answer)
     fleet = Fleet()
-    home, bus = await _home(h, fleet, settle_s=0.1, min_interval_s=1.0)
+    home, bus = await _home(h, fleet, settle_s=0.1, min_interval_s=2.0)
     try:
         await h.event(_home_opened("U1"), event_id="EvHome4")
         await h.event(_home_opened("U2"), event_id="EvHome5")
@@ -152,14 +152,14 @@ async def test_a_burst_of_events_gives_one_publish_per_user_per_interval(make_ha
             await bus.publish(_job_finished(100 + i))
             await asyncio.sleep(0.01)
         await h.fake.wait_for(lambda f: all("job 129 running" in _shown(f.home_views[u]) for u in ("U1", "U2")),
-                              timeout=5)
-        await asyncio.sleep(1.2)  # nothing more comes
+                              timeout=8)
+        await asyncio.sleep(2.2)  # nothing more comes
         calls = h.fake.calls_to("views.publish")
         per_user = {u: [c.at for c in calls if c.args["user_id"] == u] for u in ("U1", "U2")}
         for user, times in per_user.items():
             assert len(times) == 2, (user, times)  # the open, then one for the whole burst
-            assert times[1] - times[0] >= 0.95, times  # not before the interval since the last one
-        assert time.monotonic() - t0 < 4.0
+            assert times[1] - times[0] >= 1.95, times  # not before the interval since the last one
+        assert time.monotonic() - t0 < 15.0
         assert fleet.reads - reads_before <= 2  # one fleet read serves both users
     finally:
         await home.aclose()
