@@ -93,6 +93,7 @@ class HomeTab:
         user = event.get("user")
         if event.get("tab") != "home" or not isinstance(user, str) or not user:
             return
+        self.disabled = None  # Slack sends tab "home" only while the Home tab is on: it was switched on again
         self._viewers[user] = self.clock()
         self._viewers.move_to_end(user)
         while len(self._viewers) > self.max_viewers:

@@ -208,6 +208,11 @@ async def test_a_home_tab_that_is_not_enabled_is_reported_once_and_not_retried(m
         await bus.publish(_job_finished())
         await asyncio.sleep(0.3)
         assert len(h.fake.calls_to("views.publish")) == 1
+        # someone opens the Home tab again: Slack shows it, so it was switched on meanwhile
+        h.fake.home_tab_enabled = True
+        await h.event(_home_opened("U1"), event_id="EvHome8")
+        await h.fake.wait_for(lambda f: "U1" in f.home_views, timeout=5)
+        assert home.disabled is None
     finally:
         await home.aclose()
 
@@ -216,7 +221,6 @@ async def test_viewers_are_capped_and_forgotten_after_a_while(make_harness: Any)
     h = await make_harness(_answer)
     now = [1000.0]
     home = HomeTab(h.bot.client, Fleet(), recent_s=60.0, max_viewers=3, clock=lambda: now[0])
-    home.disabled = "not publishing in this test"  # only the bookkeeping is under test
     for i in range(5):
         now[0] += 1
         home.opened(_home_opened(f"U{i}"))
