@@ -103,6 +103,11 @@ class SimHost:
             raise
         return self
 
+    @property
+    def ssh_env(self) -> dict[str, str]:
+        """The environment an SSH session on this host gets (the same for asyncssh and OpenSSH servers)."""
+        return {"SIMHOST_DIR": str(self.root), "LANG": "C.UTF-8", "PYTHONPATH": str(self.root / "lib" / "python")}
+
     async def _enter(self) -> None:
         await asyncio.to_thread(self._layout)
         root = self.root
@@ -118,9 +123,7 @@ class SimHost:
         if self._want_ssh:
             from simhost.ssh import start_ssh_server
 
-            self._ssh = await start_ssh_server(root, env={"SIMHOST_DIR": str(root), "LANG": "C.UTF-8",
-                                                                    "PYTHONPATH": str(root / "lib" / "python")},
-                                               path_prefix=[root / "bin"], port=self.ssh_port)
+            self._ssh = await start_ssh_server(root, env=self.ssh_env, path_prefix=[root / "bin"], port=self.ssh_port)
             ssh_host, ssh_port, user = self._ssh.host, self._ssh.port, self._ssh.user
             client_key, known_hosts = str(self._ssh.client_key), str(self._ssh.known_hosts)
         for fault in SCENARIOS[self.scenario]["faults"]:

@@ -23,6 +23,7 @@ from bot.delivery import run_delivery
 from bot.settings import load_settings
 from handlers.contract import Actor, ChatMessage, Reply
 from services.store.outbox import MessageRef, OutboxItem
+from simhost.openssh import start_openssh_server
 
 TIME_SCALE = 0.01
 
@@ -101,10 +102,16 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     async with AsyncExitStack() as stack:
         async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
                        policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
-                       sim_opts: dict[str, Any] | None = None) -> BotUnderTest:
+                       sim_opts: dict[str, Any] | None = None, via: str = "asyncssh") -> BotUnderTest:
+            """``via="openssh"``: the bot reaches the simulated host through a real OpenSSH sshd instead."""
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
                                                           time_scale=TIME_SCALE, **(sim_opts or {})))
-            info = sim.info
+            info = dict(sim.info)
+            if via == "openssh":
+                sshd = await start_openssh_server(sim.root, env=sim.ssh_env, path_prefix=[sim.root / "bin"])
+                stack.push_async_callback(sshd.close)
+                info.update(ssh_host=sshd.host, ssh_port=sshd.port, user=sshd.user, client_key=str(sshd.client_key),
+                            known_hosts=str(sshd.known_hosts))
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
                     "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
                     "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
