@@ -25,12 +25,12 @@ from handlers.auth import Policy
 from handlers.job_notifier import JobNotifier
 from handlers.router import Domain, Router
 from services.events import EventBus
-from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, job_pipeline
+from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, host_recovery, job_pipeline
 from services.hosts import HostPool, HostSpec
 from services.incidents import AutoRollbackRequested
 from services.jobs import JobRunner
 from services.status import FleetStatus
-from services.store import AuditActor, AuditLog, Database, Leases, OutboxStore, Schedules
+from services.store import SYSTEM, AuditActor, AuditLog, Database, Leases, OutboxDraft, OutboxStore, Schedules, SeenKeys
 from services.units import Revisions
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     await db.migrate()
     bus = EventBus()
     audit = AuditLog(db)
+    bus.on_failure = _audit_failures(audit)
     store = OutboxStore(db)
     wake = asyncio.Event()
     outbox = StoreOutbox(store, transport=transport, wake=wake)
@@ -103,14 +104,23 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
         incidents = watch.monitor
     experiments = Experiments(hosts=hosts, revisions=revisions, results=results, audit=audit, bus=bus,
                               policy=exp_policy, bench=bench, notices=incidents)
+
+    async def end_messages(e: Any) -> list[OutboxDraft]:
+        return [OutboxDraft(transport, key, e.job.channel, reply.to_json(), thread_of)
+                for key, reply, thread_of in await notifier.end_messages(e)]
+
+    recover, restore_before = host_recovery(experiments)
     jobs = JobRunner(db, bus, audit, holder=holder, host_names=hosts.names(), pipeline=job_pipeline(experiments),
                      lease_ttl_s=lease_ttl_s, max_queued_per_host=p.max_queued_jobs_per_host,
-                     describe_host=experiments.describe_host)
-    notifier = JobNotifier(bus, outbox, results, jobs=jobs, audit=audit)
+                     describe_host=experiments.describe_host, recover_host=recover, restore_before=restore_before,
+                     end_messages=end_messages, drain_s=p.shutdown_grace_s,
+                     restore_s=p.stop_timeout_s + p.ready_timeout_s * time_scale + 30)
+    notifier = JobNotifier(bus, outbox, results, jobs=jobs, audit=audit, atomic_ends=True)
     schedules = Schedules(db, audit)
     status = FleetStatus(ops=experiments.ops, jobs=jobs, results=results, incidents=incidents)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
-                    host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules, status=status)
+                    host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules, status=status,
+                    seen=SeenKeys(db, holder=holder))
     router = Router(domain, policy_of(settings))
     core = Core(settings=settings, db=db, bus=bus, audit=audit, store=store, outbox=outbox, wake=wake, hosts=hosts,
                 jobs=jobs, experiments=experiments, results=results, revisions=revisions, router=router,
@@ -128,6 +138,19 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
         stack.push_async_callback(sched.stop)
         core.extras["scheduler"] = sched
     return core
+
+
+def _audit_failures(audit: AuditLog) -> Any:
+    """The event bus's failure hook: a subscriber that failed even after retries is an audit record."""
+
+    async def record(event: object, handler: str, error: BaseException) -> None:
+        job = getattr(getattr(event, "job", None), "id", None)
+        await audit.record(None, actor=SYSTEM, action="event-failed", host=getattr(getattr(event, "job", None),
+                                                                                  "host", None),
+                           detail={"event": type(event).__name__, "subscriber": handler, "job": job,
+                                   "error": f"{type(error).__name__}: {str(error)[:300]}"}, outcome="error")
+
+    return record
 
 
 async def _start_incidents(settings: Settings, stack: AsyncExitStack, **deps: Any) -> Any:

@@ -135,6 +135,9 @@ class PolicySettings(_Section):
     stop_timeout_s: float = Field(default=180.0, gt=0)
     # after a start, load the server up to the top benchmark level in steps before the full benchmark
     ramp_before_benchmark: bool = True
+    # on SIGTERM: how long a running job may take to reach its next safe point (and restore the unit)
+    # before the bot cuts it and restores the pre-job revision itself (docs/RELIABILITY.md)
+    shutdown_grace_s: float = Field(default=90.0, gt=0)
 
 
 class BenchSettings(_Section):

@@ -35,9 +35,10 @@ from bot.render import ACTION_PREFIX, escape_mrkdwn, render_click_receipt
 from bot.slack_client import build_web_client
 from bot.slack_delivery import TRANSPORT, SlackDeliverer
 from handlers.contract import Actor, ChatMessage, Reply
+from services.errors import PitcrewError
 from services.redact import redact
 from services.retry import Backoff, retry_async
-from services.store import AuditLog, OutboxStore
+from services.store import AuditLog, OutboxStore, SeenKeys
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class SlackBot:
         self._auth: AuthorizeResult | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self.seen = SeenKeys(store.db, holder=self.holder)  # event/interaction ids across replicas
         self._names: dict[str, tuple[float, str]] = {}
         self._groups: tuple[float, dict[str, tuple[str, ...]]] | None = None
         self._stop = asyncio.Event()
@@ -255,7 +257,7 @@ class SlackBot:
                                  response_url=command.get("response_url")))
 
     async def _on_mention(self, event: dict[str, Any], body: dict[str, Any]) -> None:
-        if not self._first_time(body.get("event_id")) or not event.get("user"):
+        if not await self._first_time(body.get("event_id")) or not event.get("user"):
             return
         raw = event.get("text") or ""
         if self.bot_user_id:
@@ -274,7 +276,7 @@ class SlackBot:
         in_thread = bool(event.get("thread_ts")) and event.get("thread_ts") != event.get("ts")
         if not in_thread and event.get("channel_type") != "im":
             return
-        if not self._first_time(body.get("event_id")):
+        if not await self._first_time(body.get("event_id")):
             return
         self._spawn(self._from_event(event, raw.strip(), only_our_threads=in_thread,
                                      in_dm=not in_thread))
@@ -298,6 +300,8 @@ class SlackBot:
                            thread_ts=None if thread_key or in_dm else (thread_ts or ts), asked=None)
 
     async def _click(self, body: dict[str, Any], action: dict[str, Any]) -> None:
+        if body.get("trigger_id") and not await self._first_time(f"interaction:{body['trigger_id']}"):
+            return
         command = str(action.get("value") or "").strip()
         user = body.get("user") or {}
         container = body.get("container") or {}
@@ -391,8 +395,9 @@ class SlackBot:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _first_time(self, event_id: Any) -> bool:
-        """False for an event Slack delivers again (its retries carry the same event_id)."""
+    async def _first_time(self, event_id: Any) -> bool:
+        """False for an event Slack delivers again (its retries carry the same event_id), to this process or
+        to another replica (the database's `seen_keys`, kept an hour; this process alone while it is away)."""
         if not event_id:
             return True
         if event_id in self._seen:
@@ -400,7 +405,10 @@ class SlackBot:
         self._seen[str(event_id)] = None
         while len(self._seen) > 10_000:
             self._seen.popitem(last=False)
-        return True
+        try:
+            return await self.seen.first(f"slack:{event_id}", 3600.0)
+        except PitcrewError:
+            return True
 
 
 def missing_settings_message(missing: list[str]) -> str:

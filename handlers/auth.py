@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from handlers.contract import Actor, ChatMessage
-from services.errors import NotAuthorized, RateLimited
-from services.store import AuditActor
+from services.errors import NotAuthorized, PitcrewError, RateLimited
+from services.store import AuditActor, SeenKeys
 
 Role = Literal["viewer", "experimenter", "operator", "admin"]
 ROLES: tuple[Role, ...] = ("viewer", "experimenter", "operator", "admin")
@@ -64,11 +64,28 @@ def check_channel_host(channel: str, host: str, policy: Policy) -> None:
 
 
 class RateLimiter:
-    """At most `per_minute` commands per user in any 60-second window."""
+    """At most `per_minute` commands per user a minute. With `shared` (the database's `SeenKeys`) the count is
+    one per-user window shared by every bot process; without it, or while the database does not answer, a
+    sliding 60-second window in this process."""
 
-    def __init__(self, per_minute: int) -> None:
+    def __init__(self, per_minute: int, *, shared: SeenKeys | None = None) -> None:
         self.per_minute = per_minute
+        self.shared = shared
         self._seen: dict[str, deque[float]] = defaultdict(deque)
+
+    async def check_shared(self, user_id: str) -> None:
+        """The limit across processes (falls back to this process's count when the database is away)."""
+        if self.shared is None:
+            self.check(user_id)
+            return
+        try:
+            w = await self.shared.count(f"rate:{user_id}", 60.0)
+        except PitcrewError:
+            self.check(user_id)
+            return
+        if w.count > self.per_minute:
+            wait = max((w.ends_at - w.now).total_seconds(), 1.0)
+            raise RateLimited(f"slow down: at most {self.per_minute} commands a minute; try again in {wait:.0f} s")
 
     def check(self, user_id: str, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
@@ -79,6 +96,8 @@ class RateLimiter:
             wait = 60.0 - (now - q[0])
             raise RateLimited(f"slow down: at most {self.per_minute} commands a minute; try again in {wait:.0f} s")
         q.append(now)
+        for user in [u for u, seen in self._seen.items() if not seen]:  # forget idle users
+            del self._seen[user]
 
 
 def audit_actor(msg: ChatMessage) -> AuditActor:

@@ -86,7 +86,7 @@ class JobNotifier:
     messages carry no diff or confirmation line."""
 
     def __init__(self, bus: EventBus, outbox: Outbox, results: Any, *, min_interval_s: float = 3.0,
-                 describe_host: Any = None, jobs: Any = None, audit: Any = None) -> None:
+                 describe_host: Any = None, jobs: Any = None, audit: Any = None, atomic_ends: bool = False) -> None:
         self.outbox = outbox
         self.results = results
         self.min_interval_s = min_interval_s
@@ -101,7 +101,8 @@ class JobNotifier:
         bus.subscribe(JobStarted, self.on_started)
         bus.subscribe(JobProgressed, self.on_progress)
         bus.subscribe(JobResultsReady, self.on_results)
-        bus.subscribe(JobFinished, self.on_finished)
+        if not atomic_ends:  # else the job runner writes `end_messages` in the transaction of the end state
+            bus.subscribe(JobFinished, self.on_finished)
 
     async def record(self, job: JobRef) -> JobRecord:
         """The job's diff (from its parameters) and confirmation (from the audit log), cached."""
@@ -191,31 +192,45 @@ class JobNotifier:
                                thread_of=f"job:{e.job.id}")
 
     async def on_finished(self, e: JobFinished) -> None:
+        for key, reply, thread_of in await self.end_messages(e):
+            await self.outbox.send(key, reply, channel=e.job.channel, thread_of=thread_of)
+
+    async def end_messages(self, e: JobFinished) -> list[tuple[str, Reply, str | None]]:
+        """The messages that announce a job's end (key, reply, thread parent key): the parent's final edit,
+        then the sweep summary, the failure diagnosis or the end note in its thread. With ``atomic_ends`` the
+        job runner writes them in the transaction that records the end state."""
         tone = TERMINAL_TONE.get(e.state, "info")
-        await self._parent(e.job, state_text(e.state, e.summary, tone), tone=tone, running=False, force=True)
+        lock = self._locks.setdefault(e.job.id, asyncio.Lock())
+        async with lock:  # a coalesced progress edit still waiting is dropped: the end is the last edit
+            self._latest.pop(e.job.id, None)
+            timer = self._timers.pop(e.job.id, None)
+            if timer is not None:
+                timer.cancel()
+        record = await self.record(e.job)
+        parent = f"job:{e.job.id}"
+        out: list[tuple[str, Reply, str | None]] = [
+            (parent, job_message(e.job, record, state_text(e.state, e.summary, tone), tone=tone, buttons=()), None)]
         self._last.pop(e.job.id, None)
         self._records.pop(e.job.id, None)
         self._locks.pop(e.job.id, None)
         detail = e.detail or {}
         if e.job.kind == "sweep" and detail.get("rows"):
-            await self._sweep_summary(e, detail)
+            out.append((f"job:{e.job.id}:sweep", await _sweep_summary(e, detail), parent))
         diag = detail.get("diagnosis")
         if e.state == "failed" and diag:
-            await self.outbox.send(f"job:{e.job.id}:failure", failure_reply(e, diag, detail),
-                                   channel=e.job.channel, thread_of=f"job:{e.job.id}")
+            out.append((f"job:{e.job.id}:failure", failure_reply(e, diag, detail), parent))
         elif e.state in ("failed", "interrupted", "cancelled"):
             # the tone's icon marks it (one warning sign, not two)
-            await self.outbox.send(f"job:{e.job.id}:end", Reply(text=e.summary, tone=tone),  # type: ignore[arg-type]
-                                   channel=e.job.channel, thread_of=f"job:{e.job.id}")
+            out.append((f"job:{e.job.id}:end", Reply(text=e.summary, tone=tone), parent))  # type: ignore[arg-type]
+        return out
 
-    async def _sweep_summary(self, e: JobFinished, result: dict[str, Any]) -> None:
-        text = (f"Sweep of {result.get('short')}: best *{result.get('best')}* — {result.get('criterion')}.\n"
-                f"Host {result.get('left_on')}.")
-        png = await charts.sweep_png(result)
-        files = (Attachment(f"sweep-job{e.job.id}.png", png, "sweep chart", "image/png"),) if png else ()
-        await self.outbox.send(f"job:{e.job.id}:sweep", Reply(text=text, tables=(views.sweep_table(result),),
-                                                              attachments=files, tone="success"),
-                               channel=e.job.channel, thread_of=f"job:{e.job.id}")
+
+async def _sweep_summary(e: JobFinished, result: dict[str, Any]) -> Reply:
+    text = (f"Sweep of {result.get('short')}: best *{result.get('best')}* — {result.get('criterion')}.\n"
+            f"Host {result.get('left_on')}.")
+    png = await charts.sweep_png(result)
+    files = (Attachment(f"sweep-job{e.job.id}.png", png, "sweep chart", "image/png"),) if png else ()
+    return Reply(text=text, tables=(views.sweep_table(result),), attachments=files, tone="success")
 
 
 def failure_reply(e: JobFinished, diag: dict[str, Any], detail: dict[str, Any]) -> Reply:

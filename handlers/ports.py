@@ -15,7 +15,7 @@ from handlers.contract import Outbox
 from services.experiments import Preview, RunSummary
 from services.incidents import IncidentInfo
 from services.status import HostStatus
-from services.store import AuditActor
+from services.store import AuditActor, SeenKeys
 from services.units import Revision, UnitOps
 
 __all__ = [
@@ -126,3 +126,4 @@ class Domain:
     schedules: SchedulesPort | None = None
     status: StatusPort | None = None
     health: Callable[[], str] | None = None  # the bot's own health figures as one line, if served
+    seen: SeenKeys | None = None  # the per-user rate limit shared by every bot process (PostgreSQL)

@@ -37,7 +37,7 @@ class Router:
     def __init__(self, domain: Domain, policy: Policy) -> None:
         self.domain = domain
         self.policy = policy
-        self.limiter = RateLimiter(policy.commands_per_minute)
+        self.limiter = RateLimiter(policy.commands_per_minute, shared=domain.seen)
 
     def resolve_host(self, msg: ChatMessage, host: str | None) -> str:
         """The host a command is about: named, or the only one this channel may use."""
@@ -54,7 +54,7 @@ class Router:
         cmd: Command | None = None
         outcome, note = "ok", ""
         try:
-            self.limiter.check(msg.actor.user_id)
+            await self.limiter.check_shared(msg.actor.user_id)
             cmd = grammar.parse(msg.text)
             spec = spec_of(cmd)
             role = self._authorise(msg, spec)

@@ -82,5 +82,9 @@ class JobCancelled(PitcrewError):
     """A job was cancelled at a safe point."""
 
 
+class LeaseLost(PitcrewError):
+    """This process no longer holds the lease of the host a job acts on: the job must stop touching it."""
+
+
 class DatabaseUnavailable(PitcrewError):
     """The database did not answer; the bot is degraded and retrying."""

@@ -1,12 +1,15 @@
 """The in-process event bus: services publish past-tense facts, subscribers react.
 
 Events are frozen dataclasses (``JobProgressed``, ``IncidentOpened``...). `publish` awaits every
-subscriber of the event's type in order; a subscriber that raises is logged and does not stop
-the others or the publisher.
+subscriber of the event's type in order. A subscriber that raises is retried (a short backoff: most
+failures are a database or a chat service briefly away); one that still fails does not stop the
+others or the publisher, and is never dropped silently: it is logged as an error and handed to the
+bus's `on_failure` hook, which the composition root points at the audit log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -16,20 +19,43 @@ log = logging.getLogger(__name__)
 
 E = TypeVar("E")
 Handler = Callable[[Any], Awaitable[None]]
+FailureHook = Callable[[object, str, BaseException], Awaitable[None]]
 
 
 class EventBus:
     """Type-keyed publish/subscribe within one process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, retry_delays_s: tuple[float, ...] = (0.1, 0.4)) -> None:
         self._subs: dict[type, list[Handler]] = defaultdict(list)
+        self.retry_delays_s = retry_delays_s
+        self.on_failure: FailureHook | None = None
+        self.failures = 0
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], Awaitable[None]]) -> None:
         self._subs[event_type].append(handler)
 
     async def publish(self, event: object) -> None:
         for handler in list(self._subs.get(type(event), ())):
+            await self._deliver(handler, event)
+
+    async def _deliver(self, handler: Handler, event: object) -> None:
+        name = getattr(handler, "__qualname__", repr(handler))
+        for attempt, delay in enumerate((*self.retry_delays_s, None)):
             try:
                 await handler(event)
-            except Exception:
-                log.exception("event subscriber failed for %s", type(event).__name__)
+                return
+            except Exception as e:
+                if delay is not None:
+                    log.warning("event subscriber %s failed for %s (%s); retry %d in %.1f s", name,
+                                type(event).__name__, type(e).__name__, attempt + 1, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                self.failures += 1
+                log.error("event subscriber %s failed for %s after %d attempts", name, type(event).__name__,
+                          attempt + 1, exc_info=e)
+                if self.on_failure is not None:
+                    try:
+                        await self.on_failure(event, name, e)
+                    except Exception as hook_error:
+                        log.error("could not record the failed %s for %s either (%s)", type(event).__name__,
+                                  name, type(hook_error).__name__)

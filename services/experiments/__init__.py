@@ -3,7 +3,7 @@ benchmark results they compare against.
 
 The names below are the package's public API: other packages import only these."""
 
-from services.experiments.dispatch import job_pipeline
+from services.experiments.dispatch import host_recovery, job_pipeline
 from services.experiments.pipeline import (
     BenchDefaults,
     ExperimentPolicy,
@@ -30,6 +30,7 @@ __all__ = [
     "TrialOutcome",
     "compare_runs",
     "config_label",
+    "host_recovery",
     "job_pipeline",
     "label_for",
     "pct",

@@ -32,3 +32,17 @@ def job_pipeline(exp: Experiments) -> Callable[[JobContext], Awaitable[tuple[str
         return await pipeline(exp, ctx)
 
     return run
+
+
+def host_recovery(exp: Experiments) -> tuple[Callable[[JobContext], Awaitable[str]],
+                                               Callable[[JobContext], Awaitable[str]]]:
+    """The job runner's two repair callables: after a job was cut off (read the host, restore the last
+    known-good revision if it does not serve) and at a shutdown past its bound (restore the pre-job one)."""
+
+    async def recover(ctx: JobContext) -> str:
+        return await maintenance.recover_host(exp, ctx)
+
+    async def restore(ctx: JobContext) -> str:
+        return await maintenance.restore_before(exp, ctx)
+
+    return recover, restore

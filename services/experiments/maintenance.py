@@ -95,3 +95,40 @@ async def run_kill_stale(exp: Experiments, ctx: JobContext) -> tuple[str, dict[s
     if pid in left:
         raise DeployFailed(f"pid {pid} on {host} still holds GPU memory after SIGKILL")
     return f"pid {pid} on {host} ended; its GPU memory is free", {"pid": pid}
+
+
+async def recover_host(exp: Experiments, ctx: JobContext) -> str:
+    """After `ctx.job` was cut off (its process died or lost the host's lease), under this process's lease:
+    read the host; when the unit does not serve, restore the last known-good revision and wait until it
+    serves. Returns what was found and done, in words."""
+    host = ctx.job.host
+    ops = exp.ops(host)
+    found = await exp.describe_host(host)
+    state = await ops.state()
+    if state.active_state in ("active", "activating", "reloading"):
+        try:
+            await ops.prove_serving(deadline_s=max(exp.policy.ready_timeout_s * exp.policy.time_scale, 10.0))
+            return found
+        except DeployFailed:
+            pass
+    good = await exp.revisions.last_known_good(host, ops.unit) or await before_last_deploy(exp, host)
+    if good is None:
+        return f"{found}; it does not serve and no known-good revision is recorded — check it with `status`"
+    await exp.restore(ctx, ops, good, reason=f"job {ctx.job.id} was cut off and {host} did not serve")
+    await ops.prove_serving(deadline_s=30.0)
+    await exp.revisions.mark_known_good(good.id)
+    return f"{found}; it did not serve, so the last known-good revision {good.id} was restored and serves"
+
+
+async def restore_before(exp: Experiments, ctx: JobContext) -> str:
+    """Put back the revision that was live before `ctx.job` (its first `read-unit` step) and wait until it
+    serves; used when a shutdown cut the job short. Returns what was done, in words."""
+    host = ctx.job.host
+    ops = exp.ops(host)
+    rev_id = await ctx.first_step_detail("read-unit", "revision")
+    if not isinstance(rev_id, int):
+        return await recover_host(exp, ctx)
+    before = await exp.revisions.get(rev_id, host=host)
+    await exp.restore(ctx, ops, before, reason="the bot is stopping")
+    await ops.prove_serving(deadline_s=30.0)
+    return f"{host} is back on revision {before.id}, the one live before the job, and serves"

@@ -35,7 +35,7 @@ from services.experiments.preflight import (
 from services.experiments.ramp import ramp
 from services.experiments.results import Results, RunSummary
 from services.experiments.verdicts import verdict
-from services.hosts import HostPool
+from services.hosts import Host, HostPool, check_guard, fenced
 from services.jobs import JobContext, JobProgressed, JobResultsReady
 from services.store import AuditActor, AuditLog, AuditQuery
 from services.units import (
@@ -145,7 +145,11 @@ class Experiments:
         self.engine_flags = EngineFlagCache()
 
     def ops(self, host: str) -> UnitOps:
-        return UnitOps(self.hosts.get(host), time_scale=self.policy.time_scale)
+        return UnitOps(self.host(host), time_scale=self.policy.time_scale)
+
+    def host(self, name: str) -> Host:
+        """The host, with every action behind the running job's fence (see `services.hosts.fence`)."""
+        return fenced(self.hosts.get(name))
 
     async def describe_host(self, host: str) -> str:
         """What is live on `host` now: unit state and the recorded revision it runs (for interrupted jobs)."""
@@ -242,7 +246,7 @@ class Experiments:
 
     async def kill_pid(self, ctx: JobContext, host: str, pid: int) -> None:
         """End `pid` on `host` (TERM, then KILL after 5 s), audited as the job's requester."""
-        h = self.hosts.get(host)
+        h = self.host(host)
         await self.audit.record(
             None, actor=self.actor(ctx), action="kill", host=host, detail={"pid": pid, "job": ctx.job.id}
         )
@@ -474,6 +478,7 @@ class Experiments:
             over_limit.set()
             cancel.set()
 
+        await check_guard()  # the benchmark loads the host's server: only while this job holds the host
         limiter = asyncio.create_task(limit())
         try:
             async with ctx.step("benchmark") as d:
@@ -518,13 +523,19 @@ class Experiments:
 
     async def restore(self, ctx: JobContext, ops: UnitOps, rev: Revision, *, reason: str) -> ReadyReport | None:
         """Put `rev` back and start it (used on cancel and on failure)."""
-        current = await ops.read_unit()
-        state = await ops.state()
-        if current == rev.text and state.active_state == "active":
-            return None
-        await self.progress(ctx, f"restoring revision {rev.id}", reason)
-        return await self.deploy(ctx, ops, rev.text, rev, action="rollback",
-                                 detail={"reason": reason, "to_revision": rev.id})
+        was, ctx.restoring = ctx.restoring, True  # safe points do not interrupt putting the unit back
+        try:
+            current = await ops.read_unit()
+            state = await ops.state()
+            if current == rev.text and state.active_state == "active":
+                return None
+            await self.progress(ctx, f"restoring revision {rev.id}", reason)
+            detail: dict[str, Any] = {"reason": reason, "to_revision": rev.id}
+            if ctx.step_prefix:  # a repair after the job was cut off, not the job's own work
+                detail["recovery"] = ctx.step_prefix.rstrip(":")
+            return await self.deploy(ctx, ops, rev.text, rev, action="rollback", detail=detail)
+        finally:
+            ctx.restoring = was
 
     async def _fail_and_restore(self, ctx: JobContext, ops: UnitOps, before: Revision, err: Exception,
                                 restore: bool) -> None:

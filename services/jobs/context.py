@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from services.errors import JobCancelled
+from services.errors import JobCancelled, LeaseLost
 from services.jobs.events import JobRef
 from services.store import Database, Job, JobStep, utcnow
 
@@ -53,13 +53,17 @@ class JobContext:
         self.db = db
         self.job = job
         self.steps_done: list[str] = []
+        self.fence: Any = None  # the runner's `Fence` (its `lost` says why the job may no longer act)
+        self.draining = False  # the bot is stopping: end at the next safe point, restoring the unit
+        self.restoring = False  # putting the unit back: safe points do not interrupt that
+        self.step_prefix = ""  # "takeover:" / "shutdown:" for the repair another process or a stop does
 
     @contextlib.asynccontextmanager
     async def step(self, name: str) -> AsyncIterator[dict[str, Any]]:
         """Record a step: its start, end, state and whatever the body puts in the yielded dict."""
         db = self.db
         async with db.session() as s:
-            row = JobStep(job_id=self.job.id, name=name, state="running", started_at=utcnow())
+            row = JobStep(job_id=self.job.id, name=self.step_prefix + name, state="running", started_at=utcnow())
             s.add(row)
             await s.flush()
             step_id = row.id
@@ -79,16 +83,37 @@ class JobContext:
                 await s.execute(update(JobStep).where(JobStep.id == step_id).values(
                     state=state, finished_at=utcnow(), output=output, detail=jsonable(detail)))
             if state == "ok":
-                self.steps_done.append(name)
+                self.steps_done.append(self.step_prefix + name)
 
     async def checkpoint(self) -> None:
-        """A safe point: raise `JobCancelled` if someone asked to cancel this job."""
-        async with self.db.sessions() as s:
-            flag = await s.scalar(select(Job.cancel_requested).where(Job.id == self.job.id))
-        if flag:
+        """A safe point: raise `JobCancelled` if someone asked to cancel this job or the bot is stopping,
+        `LeaseLost` if this process no longer holds the job's host (never while the unit is being restored)."""
+        if self.restoring:
+            return
+        if self.fence is not None and self.fence.lost:
+            raise LeaseLost(f"this bot no longer holds {self.job.host} ({self.fence.lost})")
+        if self.draining:
+            raise JobCancelled(f"job {self.job.id} was stopped because the bot is shutting down")
+        if await self.cancel_flag():
             raise JobCancelled(f"job {self.job.id} was cancelled")
 
     async def cancel_requested(self) -> bool:
+        """Whether long work (a benchmark) should stop now: cancelled, stopping, or the lease is lost."""
+        if self.restoring:
+            return False
+        if self.draining or (self.fence is not None and self.fence.lost):
+            return True
+        return await self.cancel_flag()
+
+    async def first_step_detail(self, step: str, key: str) -> Any:
+        """`key` of the detail of this job's first step named `step` (None when there is none)."""
+        async with self.db.sessions() as s:
+            detail = await s.scalar(select(JobStep.detail).where(JobStep.job_id == self.job.id, JobStep.name == step)
+                                    .order_by(JobStep.id).limit(1))
+        return (detail or {}).get(key)
+
+    async def cancel_flag(self) -> bool:
+        """Whether someone asked to cancel this job (the database's flag)."""
         async with self.db.sessions() as s:
             return bool(await s.scalar(select(Job.cancel_requested).where(Job.id == self.job.id)))
 

@@ -19,8 +19,9 @@ from services.store.models import (
     UnitRevision,
     utcnow,
 )
-from services.store.outbox import MessageRef, OutboxItem, OutboxStore
+from services.store.outbox import MessageRef, OutboxDraft, OutboxItem, OutboxStore
 from services.store.schedules import ScheduleInfo, Schedules, build_trigger, missed_runs
+from services.store.seen import SeenKeys, Window
 
 __all__ = [
     "SYSTEM",
@@ -40,11 +41,14 @@ __all__ = [
     "Lease",
     "Leases",
     "MessageRef",
+    "OutboxDraft",
     "OutboxItem",
     "OutboxStore",
     "ScheduleInfo",
     "Schedules",
+    "SeenKeys",
     "UnitRevision",
+    "Window",
     "build_trigger",
     "missed_runs",
     "utcnow",

@@ -302,3 +302,15 @@ class Lease(Base):
     acquired_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    fence: Mapped[str] = mapped_column(String(32), default="", server_default="")  # token of this acquisition
+
+
+class SeenKey(Base):
+    """A key seen by some replica until it expires: a chat event or interaction id already answered, or a
+    per-user command counter for one rate-limit window (shared by every bot process)."""
+
+    __tablename__ = "seen_keys"
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, default=1)
+    holder: Mapped[str] = mapped_column(String(128), default="")
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)

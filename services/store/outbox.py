@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.store.db import Database
 from services.store.models import ChatMessageRef, OutboxMessage, utcnow
@@ -46,11 +47,26 @@ class OutboxItem:
     idempotency_key: str
 
 
+@dataclass(frozen=True)
+class OutboxDraft:
+    """A message to enqueue inside someone else's transaction (e.g. a job's end with its end state)."""
+
+    transport: str
+    key: str
+    channel: str
+    payload: dict[str, Any]
+    thread_of: str | None = None
+
+
 class OutboxStore:
     """Enqueue, claim, and settle outgoing messages; remember the transport refs of keys."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    @property
+    def db(self) -> Database:
+        return self._db
 
     async def enqueue(self, *, transport: str, key: str, channel: str, payload: dict[str, Any],
                       thread_of: str | None = None) -> OutboxItem:
@@ -71,6 +87,18 @@ class OutboxStore:
             except IntegrityError:
                 continue  # another writer took this version; take the next
         raise RuntimeError(f"could not enqueue a message for {key}")
+
+    async def enqueue_in(self, s: AsyncSession, draft: OutboxDraft) -> None:
+        """Enqueue `draft` in the caller's transaction: it commits (or not) with the caller's other writes. A
+        concurrent writer of the same key makes the transaction fail (IntegrityError); the caller retries."""
+        current = await s.scalar(select(func.max(OutboxMessage.version)).where(
+            OutboxMessage.transport == draft.transport, OutboxMessage.key == draft.key))
+        version = (current or 0) + 1
+        s.add(OutboxMessage(transport=draft.transport, key=draft.key, version=version,
+                            idempotency_key=f"{draft.transport}:{draft.key}#{version}", channel=draft.channel,
+                            thread_of=draft.thread_of, payload=draft.payload, state="pending", attempts=0,
+                            next_attempt_at=utcnow()))
+        await s.flush()
 
     async def claim(self, *, transport: str, holder: str, limit: int = 20,
                     lease_s: float = 30.0) -> list[OutboxItem]:

@@ -1,7 +1,7 @@
 """A pitcrew bot in its own OS process, for the multi-process and kill -9 tests.
 
     python tests/reliability/rel_bot_proc.py --db URL --host-json DIR/host.json [--scale S]
-        [--bench JSON] [--say "try 4 steps"]... [--until-idle]
+        [--bench JSON] [--policy JSON] [--say "try 4 steps"]... [--until-idle]
 
 Builds the real core (`bot.app.build_core`) against the given database and simulated host,
 dispatches each `--say` through the router, and prints one JSON line per event on stdout:
@@ -41,7 +41,7 @@ async def main(args: argparse.Namespace) -> int:
 
     info = args.info
     bench = json.loads(args.bench) if args.bench else None
-    settings = settings_for(info, args.db, bench=bench)
+    settings = settings_for(info, args.db, bench=bench, policy=json.loads(args.policy) if args.policy else None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -81,6 +81,7 @@ if __name__ == "__main__":
     p.add_argument("--host-json", required=True)
     p.add_argument("--scale", type=float, default=0.002)
     p.add_argument("--bench", default="")
+    p.add_argument("--policy", default="")
     p.add_argument("--say", action="append", default=[])
     p.add_argument("--until-idle", action="store_true")
     ns = p.parse_args()
