@@ -16,7 +16,6 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -25,7 +24,7 @@ from services.events import EventBus
 from services.hosts import Host
 from services.journal.entries import JournalEntry
 from services.journal.follower import FollowerStatus, JournalFollower
-from services.store import Database, JournalCursor, Lease, Leases, utcnow
+from services.store import Database, JournalCursor, Lease, Leases, db_after, db_now, utcnow
 
 log = logging.getLogger("pitcrew.journal")
 
@@ -154,10 +153,10 @@ class JournalSupervisor:
         wanted = [n for n in hosts if n not in self._running]
         if not wanted:
             return
-        now = utcnow()
         async with self.db.sessions() as s:
-            rows = (await s.execute(select(Lease).where(Lease.name.in_([lease_name(n) for n in wanted]))))
-            taken = {r.name for r in rows.scalars().all() if r.expires_at >= now and r.holder != self.holder}
+            rows = (await s.execute(select(Lease.name, Lease.holder, Lease.expires_at < db_now(self.db)).where(
+                Lease.name.in_([lease_name(n) for n in wanted])))).all()
+            taken = {name for name, holder, expired in rows if not expired and holder != self.holder}
         for name in wanted:
             if lease_name(name) not in taken and await self.leases.acquire(lease_name(name), self.holder):
                 self._start(hosts[name])
@@ -166,11 +165,10 @@ class JournalSupervisor:
         """Heartbeat every held lease in one statement; the names whose lease is no longer ours."""
         if not names:
             return []
-        now = utcnow()
         leases = [lease_name(n) for n in names]
         async with self.db.session() as s:
-            res = await s.execute(update(Lease).where(Lease.name.in_(leases), Lease.holder == self.holder)
-                                  .values(heartbeat_at=now, expires_at=now + timedelta(seconds=self.leases.ttl_s)))
+            res = await s.execute(update(Lease).where(Lease.name.in_(leases), Lease.holder == self.holder).values(
+                heartbeat_at=db_now(self.db), expires_at=db_after(self.db, self.leases.ttl_s)))
             if res.rowcount == len(leases):  # type: ignore[attr-defined]
                 return []
             ours = set((await s.execute(select(Lease.name).where(Lease.name.in_(leases),

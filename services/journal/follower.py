@@ -64,7 +64,7 @@ from typing import Protocol
 
 from sqlalchemy import select
 
-from services.errors import CommandFailed, DatabaseUnavailable, HostError, HostKeyMismatch, PitcrewError
+from services.errors import CommandFailed, DatabaseUnavailable, HostError, HostKeyMismatch, LeaseLost
 from services.events import EventBus
 from services.hosts import Host
 from services.journal.entries import JournalEntry, parse_entry
@@ -83,7 +83,7 @@ from services.journal.types import (
     parse_show,
 )
 from services.retry import Backoff
-from services.store import Database, JournalCursor, Lease, utcnow
+from services.store import Database, JournalCursor, Lease, db_now, utcnow
 
 __all__ = ["STATE_PROPERTIES", "CursorSink", "FollowerStatus", "HostContactLost", "HostContactRestored",
            "HostRebooted", "JournalFollower", "JournalGap", "LeaseLost", "OnEntry", "UnitState",
@@ -100,10 +100,6 @@ class CursorSink(Protocol):
     """Writes the cursors of many followers in one transaction (see `services.journal.fleet`)."""
 
     async def flush(self) -> None: ...
-
-
-class LeaseLost(PitcrewError):
-    """This process no longer holds the lease for a host's journal."""
 
 
 class JournalFollower:
@@ -237,8 +233,9 @@ class JournalFollower:
             count = self._n.stored_entries + self._n.entries
             async with self.db.session() as s:
                 if self._lease_name is not None:
-                    lease = await s.scalar(select(Lease).where(Lease.name == self._lease_name))
-                    if lease is None or lease.holder != self.holder or lease.expires_at < utcnow():
+                    row_now = (await s.execute(select(Lease, Lease.expires_at < db_now(self.db))
+                                               .where(Lease.name == self._lease_name))).first()
+                    if row_now is None or row_now[0].holder != self.holder or row_now[1]:
                         self._stop.set()
                         raise LeaseLost(f"lease {self._lease_name} is not held by {self.holder}")
                 row = await s.get(JournalCursor, (self.host_name, self.unit))

@@ -5,7 +5,7 @@ The names below are the package's public API: other packages import only these."
 
 from services.store.audit import SYSTEM, AuditActor, AuditLog, AuditQuery, AuditRecord
 from services.store.db import Database
-from services.store.leases import Leases
+from services.store.leases import LeaseInfo, Leases, db_after, db_now
 from services.store.models import (
     Base,
     BenchResult,
@@ -39,6 +39,7 @@ __all__ = [
     "JobStep",
     "JournalCursor",
     "Lease",
+    "LeaseInfo",
     "Leases",
     "MessageRef",
     "OutboxDraft",
@@ -50,6 +51,8 @@ __all__ = [
     "UnitRevision",
     "Window",
     "build_trigger",
+    "db_after",
+    "db_now",
     "missed_runs",
     "utcnow",
 ]
