@@ -56,6 +56,7 @@ async def run_rollback(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str
     state = await ops.state()
     if current_text == target.text and state.active_state == "active":
         return f"{host} already runs revision {target.id}; nothing to roll back", {"revision": target.id}
+    ctx.restoring = True  # a rollback is a restore: safe points (cancel, shutdown) never leave it half done
     await exp.deploy(
         ctx,
         ops,
