@@ -120,7 +120,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     status = FleetStatus(ops=experiments.ops, jobs=jobs, results=results, incidents=incidents)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
                     host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules, status=status,
-                    seen=SeenKeys(db, holder=holder))
+                    seen=None if db.is_sqlite else SeenKeys(db, holder=holder))  # SQLite: one process
     router = Router(domain, policy_of(settings))
     core = Core(settings=settings, db=db, bus=bus, audit=audit, store=store, outbox=outbox, wake=wake, hosts=hosts,
                 jobs=jobs, experiments=experiments, results=results, revisions=revisions, router=router,
