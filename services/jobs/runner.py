@@ -44,6 +44,7 @@ from services.events import EventBus
 from services.hosts import guarded
 from services.jobs.context import JobContext, JobInfo, Pipeline, job_info, jsonable
 from services.jobs.events import JobFinished, JobStarted
+from services.retry import Backoff, retry_async
 from services.store import (
     SYSTEM,
     AuditActor,
@@ -62,6 +63,7 @@ log = logging.getLogger(__name__)
 
 OPEN_STATES = ("awaiting_confirmation", "queued", "running")
 DB_ERRORS = (DatabaseUnavailable, OSError, SQLAlchemyError)
+END_BACKOFF = Backoff(initial_s=0.25, max_s=5.0)  # a job's end is retried until the database is back
 
 # What the composition root may plug in: the messages that announce a job's end (written with its end
 # state), and what to do on a host after a job was cut off (read it; restore it if it does not serve).
@@ -480,32 +482,28 @@ class JobRunner:
         the database is away, retry (a job must never stay `running`). True when this call ended the job."""
         event = JobFinished(job.ref(), state, summary, result)
         drafts = await self.end_messages(event) if self.end_messages is not None else []
-        delay, t_end = 0.25, time.monotonic() + give_up_after_s
-        while True:
-            try:
-                async with self.db.session() as s:
-                    res = await s.execute(update(Job).where(Job.id == job.id, Job.state.in_(from_states)).values(
-                        state=state, summary=summary, error=error, result=jsonable(result), finished_at=utcnow()))
-                    if res.rowcount != 1:  # type: ignore[attr-defined]
-                        return False
-                    if state == "interrupted":
-                        await s.execute(update(JobStep).where(JobStep.job_id == job.id, JobStep.state == "running")
-                                        .values(state="interrupted", finished_at=utcnow()))
-                    detail: dict[str, Any] = {"job": job.id}
-                    if seconds is not None:
-                        detail["seconds"] = seconds
-                    await self.audit.record(s, actor=actor, action=action or f"job-{state}", host=job.host,
-                                            detail=detail, outcome=state)
-                    for d in drafts:
-                        await self.outbox.enqueue_in(s, d)
-                break
-            except DB_ERRORS as e:
-                if not retry or time.monotonic() > t_end:
-                    raise
-                log.warning("could not record the end of job %s (%s); retrying in %.1f s", job.id,
-                            type(e).__name__, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+
+        async def write() -> bool:
+            async with self.db.session() as s:
+                res = await s.execute(update(Job).where(Job.id == job.id, Job.state.in_(from_states)).values(
+                    state=state, summary=summary, error=error, result=jsonable(result), finished_at=utcnow()))
+                if res.rowcount != 1:  # type: ignore[attr-defined]
+                    return False
+                if state == "interrupted":
+                    await s.execute(update(JobStep).where(JobStep.job_id == job.id, JobStep.state == "running")
+                                    .values(state="interrupted", finished_at=utcnow()))
+                detail: dict[str, Any] = {"job": job.id}
+                if seconds is not None:
+                    detail["seconds"] = seconds
+                await self.audit.record(s, actor=actor, action=action or f"job-{state}", host=job.host,
+                                        detail=detail, outcome=state)
+                for d in drafts:
+                    await self.outbox.enqueue_in(s, d)
+            return True
+
+        if not await retry_async(write, retry_on=DB_ERRORS, backoff=END_BACKOFF, attempts=None if retry else 1,
+                                 give_up_after_s=give_up_after_s, what=f"recording the end of job {job.id}"):
+            return False
         await self.bus.publish(event)
         return True
 
