@@ -1,7 +1,7 @@
 """A pitcrew bot in its own OS process, for the multi-process and kill -9 tests.
 
     python tests/reliability/rel_bot_proc.py --db URL --host-json DIR/host.json [--scale S]
-        [--bench JSON] [--policy JSON] [--say "try 4 steps"]... [--until-idle]
+        [--bench JSON] [--policy JSON] [--lease-ttl S] [--say "try 4 steps"]... [--until-idle]
 
 Builds the real core (`bot.app.build_core`) against the given database and simulated host,
 dispatches each `--say` through the router, and prints one JSON line per event on stdout:
@@ -47,7 +47,7 @@ async def main(args: argparse.Namespace) -> int:
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     async with AsyncExitStack() as stack:
         core = await build_core(settings, stack, transport="test", time_scale=args.scale, watch_journals=False,
-                                start_scheduler=False)
+                                start_scheduler=False, lease_ttl_s=args.lease_ttl)
 
         async def on_started(e: JobStarted) -> None:
             emit(event="started", job=e.job.id, holder=core.holder)
@@ -82,6 +82,7 @@ if __name__ == "__main__":
     p.add_argument("--scale", type=float, default=0.002)
     p.add_argument("--bench", default="")
     p.add_argument("--policy", default="")
+    p.add_argument("--lease-ttl", type=float, default=30.0)
     p.add_argument("--say", action="append", default=[])
     p.add_argument("--until-idle", action="store_true")
     ns = p.parse_args()

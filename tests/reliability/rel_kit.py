@@ -189,12 +189,14 @@ class Proc:
 async def start_bot_proc(db_url: str, host_json: Path, *, say: list[str] = (),  # type: ignore[assignment]
                          scale: float = 0.002, bench: dict[str, Any] | None = None,
                          until_idle: bool = False, stderr: bool = False,
-                         policy: dict[str, Any] | None = None) -> Proc:
+                         policy: dict[str, Any] | None = None, lease_ttl_s: float | None = None) -> Proc:
     argv = [sys.executable, str(BOT_PROC), "--db", db_url, "--host-json", str(host_json), "--scale", str(scale)]
     if bench:
         argv += ["--bench", json.dumps(bench)]
     if policy:
         argv += ["--policy", json.dumps(policy)]
+    if lease_ttl_s is not None:
+        argv += ["--lease-ttl", str(lease_ttl_s)]
     for s in say:
         argv += ["--say", s]
     if until_idle:
