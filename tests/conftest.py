@@ -81,7 +81,9 @@ _SCENARIO_DIRS = ("e2e", "demo", "reliability")
 # them after the rest, alone, so the other tests' CPU cannot bend their figures.
 _SERIAL = ("bench/", "simhost/test_simhost_server.py", "bot/slack/test_slack_load.py",
            "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py",
-           "bot/slack/test_slack_pacing.py", "bot/slack/test_slack_home.py", "handlers/router/test_job_notifier.py")
+           "bot/slack/test_slack_pacing.py", "bot/slack/test_slack_home.py", "handlers/router/test_job_notifier.py",
+           # lease TTLs of 2-3 s against heartbeats, and the unit sampled every 200 ms
+           "reliability/test_rel_fencing.py", "reliability/test_rel_orphans.py", "reliability/test_rel_rolling.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
