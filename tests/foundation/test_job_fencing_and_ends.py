@@ -70,7 +70,7 @@ async def _job(db: Database) -> int:
 
 
 async def test_end_state_and_end_message_commit_together(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    def end_messages(e: JobFinished) -> list[OutboxDraft]:
+    async def end_messages(e: JobFinished) -> list[OutboxDraft]:
         return [OutboxDraft("test", f"job:{e.job.id}:end", e.job.channel, {"text": e.summary}, f"job:{e.job.id}")]
 
     runner = JobRunner(db, EventBus(), AuditLog(db), holder="bot-a", host_names=["gpu-1"],
