@@ -13,6 +13,10 @@ transaction. `cancel` stops a queued job at once and a running one at its next s
 (a graceful shutdown) stops taking jobs, lets the current job reach its next safe point within
 `drain_s` and restore the revision that was live before it, and past that bound cuts it and
 restores that revision itself (see docs/RELIABILITY.md).
+
+Reading the queue is `services.jobs.queries`, the lease guard `services.jobs.lease_fence`. What stays here is
+over 400 lines on purpose: the worker, the takeover of a lapsed job, the graceful stop and the end write are
+the state transitions of one job row under one lease, and their order is the guarantee.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -44,6 +47,8 @@ from services.events import EventBus
 from services.hosts import guarded
 from services.jobs.context import JobContext, JobInfo, Pipeline, job_info, jsonable
 from services.jobs.events import JobFinished, JobStarted
+from services.jobs.lease_fence import Fence, holder_dead
+from services.jobs.queries import OPEN_STATES, JobReads
 from services.retry import Backoff, retry_async
 from services.store import (
     SYSTEM,
@@ -61,7 +66,6 @@ from services.store import (
 
 log = logging.getLogger(__name__)
 
-OPEN_STATES = ("awaiting_confirmation", "queued", "running")
 DB_ERRORS = (DatabaseUnavailable, OSError, SQLAlchemyError)
 END_BACKOFF = Backoff(initial_s=0.25, max_s=5.0)  # a job's end is retried until the database is back
 
@@ -69,41 +73,6 @@ END_BACKOFF = Backoff(initial_s=0.25, max_s=5.0)  # a job's end is retried until
 # state), and what to do on a host after a job was cut off (read it; restore it if it does not serve).
 EndMessages = Callable[[JobFinished], Awaitable[list[OutboxDraft]]]
 HostRecovery = Callable[[JobContext], Awaitable[str]]
-
-
-class Fence:
-    """The guard of one job's host actions: the job's lease must still carry its token (database clock)."""
-
-    def __init__(self, leases: Leases, host: str, holder: str, token: str) -> None:
-        self.leases = leases
-        self.host = host
-        self.holder = holder
-        self.token = token
-        self.lost = ""
-        self.confirmed_at = time.monotonic()  # local time of the last renew/check that the database accepted
-
-    @property
-    def margin_s(self) -> float:
-        return self.leases.ttl_s / 3
-
-    def expired_locally(self) -> bool:
-        """Not confirmed for so long that the lease may have lapsed in the database (its link is down)."""
-        return time.monotonic() - self.confirmed_at > self.leases.ttl_s - self.margin_s
-
-    def lose(self, why: str) -> None:
-        if not self.lost:
-            log.error("job lease on %s lost: %s; the job stops before its next host action", self.host, why)
-            self.lost = why
-
-    async def __call__(self) -> None:
-        if self.lost:
-            raise LeaseLost(f"this bot no longer holds {self.host} ({self.lost})")
-        t0 = time.monotonic()
-        ok = await self.leases.check(f"host:{self.host}", self.holder, self.token, margin_s=self.margin_s)
-        if not ok:
-            self.lose("the lease lapsed or was taken over")
-            raise LeaseLost(f"this bot no longer holds {self.host} ({self.lost})")
-        self.confirmed_at = t0
 
 
 @dataclass
@@ -114,7 +83,7 @@ class _Active:
     task: asyncio.Task[None] | None = None
 
 
-class JobRunner:
+class JobRunner(JobReads):
     """Owns the per-host worker tasks and the job table's state transitions."""
 
     def __init__(self, db: Database, bus: EventBus, audit: AuditLog, *, holder: str, host_names: list[str],
@@ -200,14 +169,14 @@ class JobRunner:
                 info = await self._take_over(job, under, cause="lost")
             else:
                 if lease is not None and lease.job_id == job.id and not lease.expired:
-                    gone = lease.holder != self.holder and (self.db.is_sqlite or _holder_dead(lease.holder))
+                    gone = lease.holder != self.holder and (self.db.is_sqlite or holder_dead(lease.holder))
                     if not (at_start and gone):
                         continue  # its process is alive and holds it
                     async with self.db.session() as s:  # a dead process's lease on one-process SQLite
                         await s.execute(delete(Lease).where(Lease.name == name, Lease.holder == lease.holder))
                 # a process that died (found at start, or on this machine) vs one that lost its lease
                 dead = at_start or (lease is not None and lease.holder != self.holder
-                                    and f":{os.getpid()}:" not in lease.holder and _holder_dead(lease.holder))
+                                    and f":{os.getpid()}:" not in lease.holder and holder_dead(lease.holder))
                 token = await self.leases.take(name, self.holder, job_id=job.id)
                 if token is None:
                     continue  # another live process holds the host; its worker reaps this job
@@ -244,48 +213,6 @@ class JobRunner:
         return await self.get(job.id) if ended else None
 
     # ---- queries ---------------------------------------------------------------------------
-    async def get(self, job_id: int) -> JobInfo:
-        async with self.db.sessions() as s:
-            j = await s.get(Job, job_id)
-        if j is None:
-            raise NotFound(f"there is no job {job_id}")
-        return job_info(j)
-
-    async def queue(self, host: str | None = None) -> list[JobInfo]:
-        async with self.db.sessions() as s:
-            stmt = select(Job).where(Job.state.in_(OPEN_STATES))
-            if host:
-                stmt = stmt.where(Job.host == host)
-            return [job_info(j) for j in (await s.execute(stmt.order_by(Job.id))).scalars().all()]
-
-    async def recent(self, host: str | None = None, limit: int = 10) -> list[JobInfo]:
-        async with self.db.sessions() as s:
-            stmt = select(Job)
-            if host:
-                stmt = stmt.where(Job.host == host)
-            rows = (await s.execute(stmt.order_by(Job.id.desc()).limit(limit))).scalars().all()
-            return [job_info(j) for j in rows]
-
-    async def position(self, job_id: int) -> int:
-        """How many jobs run before this one on its host (0 = next)."""
-        job = await self.get(job_id)
-        async with self.db.sessions() as s:
-            n = await s.scalar(select(func.count()).select_from(Job).where(
-                Job.host == job.host, Job.state.in_(("queued", "running")), Job.id < job_id))
-        return int(n or 0)
-
-    async def eta_s(self, host: str, kind: str, position: int) -> float | None:
-        """Seconds until this job would finish: past durations of that kind on that host."""
-        async with self.db.sessions() as s:
-            rows = (await s.execute(select(Job.kind, Job.started_at, Job.finished_at).where(
-                Job.host == host, Job.state == "succeeded", Job.started_at.is_not(None))
-                .order_by(Job.id.desc()).limit(20))).all()
-        same = [(f - st).total_seconds() for k, st, f in rows if k == kind and f and st]
-        if not same:
-            return None
-        typical: float = sorted(same)[len(same) // 2]
-        return typical * (position + 1)
-
     # ---- transitions -----------------------------------------------------------------------
     async def submit(self, *, kind: str, host: str, params: dict[str, Any], actor: AuditActor,
                      command_text: str, needs_confirmation: bool) -> JobInfo:
@@ -324,12 +251,6 @@ class JobRunner:
             info = job_info(job)
         self._wake[info.host].set()
         return info
-
-    async def pending_confirmation(self, actor_id: str, channel: str) -> JobInfo | None:
-        async with self.db.sessions() as s:
-            j = await s.scalar(select(Job).where(Job.state == "awaiting_confirmation", Job.requested_by == actor_id,
-                                                 Job.channel == channel).order_by(Job.id.desc()).limit(1))
-            return None if j is None else job_info(j)
 
     async def cancel(self, job_id: int, actor: AuditActor, *, may_cancel_others: bool) -> str:
         """Cancel a job; returns what happened in words."""
@@ -537,21 +458,3 @@ async def _db_flag(ctx: JobContext) -> bool:
         return await ctx.cancel_flag()
     except Exception:
         return False
-
-
-def _holder_dead(holder: str) -> bool:
-    """True when a lease holder (``hostname:pid:token``) was a process on this machine that is gone,
-    or an earlier process with our own pid (a restarted container)."""
-    parts = holder.split(":")
-    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
-        return False
-    pid = int(parts[1])
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False

@@ -15,7 +15,8 @@ from services.events import EventBus
 from services.hosts import fenced, guarded
 from services.hosts.contract import CommandResult, HostSpec
 from services.jobs import JobFinished, JobRef
-from services.jobs.runner import Fence, JobRunner
+from services.jobs.lease_fence import Fence
+from services.jobs.runner import JobRunner
 from services.store import AuditActor, AuditLog, AuditQuery, Job, Leases, OutboxDraft, OutboxStore
 from services.store.db import Database
 from services.store.models import OutboxMessage
