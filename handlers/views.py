@@ -164,7 +164,7 @@ def job_line(j: JobView) -> str:
     return f"{icon} job {j.id} · {j.kind} on {j.host} · {j.state} · {who} · {j.command_text[:60]}"
 
 
-STATUS_COLUMNS = ("host", "unit", "state", "restarts", "config", "job", "incidents", "last result")
+STATUS_COLUMNS = ("host", "unit", "engine", "state", "restarts", "config", "job", "incidents", "last result")
 
 
 def status_row(s: HostStatus) -> tuple[str, ...]:
@@ -176,9 +176,9 @@ def status_row(s: HostStatus) -> tuple[str, ...]:
                                                                      if s.queued_jobs else "")
     incidents = ", ".join(f"#{i.id} {i.cause}" for i in s.incidents) or "—"
     last = f"{s.last_result.label}: run {s.last_result.run_id}" if s.last_result else "—"
-    return (s.host, s.unit, state, restarts, config, job, incidents, last)
+    return (s.host, s.unit, s.engine, state, restarts, config, job, incidents, last)
 
 
 def status_table(statuses: Sequence[HostStatus]) -> Table:
-    """One row per host: unit state, restarts, configuration, jobs, open incidents, last result."""
+    """One row per host: unit, engine, state, restarts, configuration, jobs, open incidents, last result."""
     return Table(columns=STATUS_COLUMNS, rows=tuple(status_row(s) for s in statuses))

@@ -53,6 +53,7 @@ from services.units import (
     read_exec_start,
     resolve_flag,
     rewrite_exec_start,
+    unit_engine,
 )
 
 log = logging.getLogger(__name__)
@@ -315,7 +316,7 @@ class Experiments:
                 await self.restore(ctx, ops, before, reason="cancelled")
                 raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") \
                     from None
-            outcome.capacity = _capacity_json(ready)
+            outcome.capacity = _capacity_json(ready, unit_engine(new_text))
             if predicted is not None and outcome.capacity:
                 outcome.forecast = {**predicted.to_json(),
                                     "error": forecast_error(predicted.to_json(), outcome.capacity)}
@@ -450,7 +451,7 @@ class Experiments:
                                              progress=lambda p: self.progress(ctx, p))
             d["seconds"] = round(ready.seconds, 2)
             d["ready_line_s"] = ready.ready_line_seconds
-            d["capacity"] = _capacity_json(ready)
+            d["capacity"] = _capacity_json(ready, unit_engine(text))
         return ready
 
     async def benchmark(self, ctx: JobContext, ops: UnitOps, levels: tuple[int, ...], *, label: str,
@@ -565,12 +566,15 @@ class Experiments:
         return diagnose(entries, SideEvidence.from_json(side), unit=ops.unit)
 
     # ---- bench, rollback, kill-stale -------------------------------------------------------------
-def _capacity_json(ready: ReadyReport | None) -> dict[str, Any]:
-    if ready is None or ready.capacity is None:
+def _capacity_json(ready: ReadyReport | None, engine: str) -> dict[str, Any]:
+    if ready is None:
         return {}
+    out: dict[str, Any] = {"engine": engine, "engine_version": ready.engine_version} if ready.engine_version else {}
+    if ready.capacity is None:
+        return out
     c = ready.capacity
     return {"max_total_num_tokens": c.max_total_num_tokens, "max_running_requests": c.max_running_requests,
-            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb}
+            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb, **out}
 
 
 def with_flags(argv: tuple[str, ...], changes: dict[str, str]) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """The fleet status query: one `HostStatus` per host, for `status` in chat.
 
 Owns reading a host's unit state and configuration (one `systemctl show` and one unit-file read
-over SSH), sharing that read between concurrent callers and reusing it for `STATUS_HOST_TTL_S`
+over SSH; the engine its ``ExecStart=`` launches, with the version the engine logged at its last start
+when pitcrew saw that start), sharing that read between concurrent callers and reusing it for `STATUS_HOST_TTL_S`
 (200 `status` commands a second must not become 400 SSH commands a second), and joining it with
 what the database knows: the running and queued jobs, open incidents and the last result.
 """
@@ -18,7 +19,7 @@ from services.errors import HostError
 from services.experiments import Results, RunSummary, config_label
 from services.incidents import IncidentInfo
 from services.jobs import JobRunner
-from services.units import UnitOps, engine_of, read_exec_start
+from services.units import UnitOps, detect_engine, engine_display, read_exec_start
 
 STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a second, however many ask
 SSH_READ_TIMEOUT_S = 15.0
@@ -66,6 +67,15 @@ class HostStatus:
     queued_jobs: int
     incidents: tuple[IncidentBrief, ...]
     last_result: LastResult | None
+    engine_version: str = ""  # as the engine logged it at the start pitcrew last saw ("0.11.0"), else ""
+
+    @property
+    def engine(self) -> str:
+        """``vLLM 0.11.0``, ``SGLang``, or ``—`` when the unit could not be read."""
+        if self.state is None:
+            return "—"
+        name = engine_display(self.state.engine)
+        return f"{name} {self.engine_version}" if self.engine_version else name
 
 
 class OpenIncidents(Protocol):
@@ -103,9 +113,13 @@ class FleetStatus:
         if self.incidents is not None:
             incidents = tuple(IncidentBrief(i.id, i.cause) for i in await self.incidents.open_incidents(host))
         last = await self._results.recent(host, 1)
+        version = ""
+        if state is not None and last and last[0].capacity.get("engine") == state.engine:
+            version = str(last[0].capacity.get("engine_version") or "")
         return HostStatus(host=host, unit=unit, state=state, unreachable=unreachable,
                           running_job=self._jobs.running_job(host), queued_jobs=len(queued), incidents=incidents,
-                          last_result=_last_result(last[0]) if last else None)
+                          last_result=_last_result(last[0]) if last else None,
+                          engine_version=version)
 
     async def unit_state(self, host: str) -> UnitState:
         """The host's unit state, shared by concurrent callers and reused for `ttl_s` when it succeeded."""
@@ -121,9 +135,9 @@ class FleetStatus:
         st = await asyncio.wait_for(ops.state(), SSH_READ_TIMEOUT_S)
         text = await asyncio.wait_for(ops.read_unit(), SSH_READ_TIMEOUT_S)
         argv = read_exec_start(text).argv
-        engine = engine_of(argv)
+        engine = detect_engine(argv)
         return UnitState(st.active_state, st.sub_state, st.n_restarts, config_label(argv),
-                         engine=engine[0] if engine else "")
+                         engine="" if engine == "unknown" else engine)
 
 
 def _last_result(run: RunSummary) -> LastResult:

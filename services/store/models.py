@@ -127,6 +127,8 @@ class UnitRevision(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     known_good: Mapped[bool] = mapped_column(Boolean, default=False)
     known_good_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # the engine its ExecStart= launches: "sglang", "vllm" or "unknown" ("" for rows older than the column)
+    engine: Mapped[str] = mapped_column(String(16), default="", server_default="")
 
 
 class BenchRun(Base):

@@ -6,6 +6,7 @@ The names below are the package's public API: other packages import only these."
 from services.units.deploy import ReadyReport, StartFailed, UnitOps, UnitState
 from services.units.editor import get_flag, read_exec_start, rewrite_exec_start
 from services.units.engine_cli import EngineCli, EngineOption, FlagProblem, check_argv, engine_of, parse_help
+from services.units.engines import ENGINES, Engine, detect_engine, engine_display, engine_version, unit_engine
 from services.units.revisions import Revision, Revisions
 from services.units.service_env import service_environment, service_user
 from services.units.sglang_flags import (
@@ -22,7 +23,9 @@ from services.units.sglang_flags import (
 )
 
 __all__ = [
+    "ENGINES",
     "FLAGS",
+    "Engine",
     "EngineCli",
     "EngineOption",
     "FlagDef",
@@ -37,7 +40,10 @@ __all__ = [
     "apply_changes",
     "check_argv",
     "check_plain",
+    "detect_engine",
+    "engine_display",
     "engine_of",
+    "engine_version",
     "flag_help_lines",
     "format_change",
     "get_flag",
@@ -49,4 +55,5 @@ __all__ = [
     "rewrite_exec_start",
     "service_environment",
     "service_user",
+    "unit_engine",
 ]

@@ -29,6 +29,7 @@ from services.journal import (
     parse_entry,
     parse_show,
 )
+from services.units.engines import engine_version
 
 Progress = Callable[[str], Awaitable[None]]
 SHOW_PROPS = "NRestarts,ActiveState,SubState,Result,MainPID,ExecMainStatus,ExecMainCode,InvocationID"
@@ -73,6 +74,7 @@ class ReadyReport:
     capacity: Capacity | None
     entries: tuple[JournalEntry, ...]
     health_ok: bool
+    engine_version: str = ""  # the version the engine logged while starting ("0.11.0"), "" if it logged none
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ class UnitOps:
         events: list[SystemdEvent] = []
         capacity: Capacity | None = None
         ready_at: float | None = None
+        version = ""
         async with self.host.stream(argv, timeout=deadline_s + 30) as lines:
             await self._ctl("start", self.unit, timeout=60.0)
             if progress:
@@ -211,6 +214,9 @@ class UnitOps:
                                     StartFailure(ev.kind, tuple(entries[-400:]), tuple(events)))
                             continue
                         msg = entry.message
+                        seen = engine_version(msg)
+                        if seen is not None:
+                            version = seen[1]
                         cap = parse_capacity(msg)
                         if cap is not None:
                             capacity = cap
@@ -230,7 +236,7 @@ class UnitOps:
             await progress("checking /health and one generation")
         await self.prove_serving(deadline_s=max(deadline_s - (time.monotonic() - t0), 10.0), model=model)
         return ReadyReport(seconds=time.monotonic() - t0, ready_line_seconds=ready_at, capacity=capacity,
-                           entries=tuple(entries), health_ok=True)
+                           entries=tuple(entries), health_ok=True, engine_version=version)
 
     async def prove_serving(self, *, deadline_s: float, model: str | None = None) -> str:
         """Poll `/health`, then run one short real generation; returns the model name."""

@@ -1,7 +1,8 @@
-"""Unit revisions: every unit file pitcrew saw or deployed on a host, with hash, author and known-good flag.
+"""Unit revisions: every unit file pitcrew saw or deployed on a host, with hash, author, engine and known-good flag.
 
 A revision is stored once per (host, unit, sha256); observing the same text again returns the
-existing row. Known-good marks the revisions that served and benchmarked cleanly; rollback
+existing row. Each revision records the engine its ``ExecStart=`` launches (`unit_engine`). Known-good
+marks the revisions that served and benchmarked cleanly; rollback
 targets the newest known-good one unless a revision is named.
 """
 
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from services.errors import NotFound
 from services.store import Database, UnitRevision, utcnow
 from services.units.editor import unit_hash
+from services.units.engines import unit_engine
 
 
 @dataclass(frozen=True)
@@ -30,10 +32,12 @@ class Revision:
     created_by: str
     created_at: datetime
     known_good: bool
+    engine: str = ""  # "sglang", "vllm", "unknown"; "" for a row stored before engines were recorded
 
 
 def _view(r: UnitRevision) -> Revision:
-    return Revision(r.id, r.host, r.unit, r.sha256, r.text, r.source, r.created_by, r.created_at, r.known_good)
+    return Revision(r.id, r.host, r.unit, r.sha256, r.text, r.source, r.created_by, r.created_at, r.known_good,
+                    r.engine)
 
 
 class Revisions:
@@ -46,17 +50,20 @@ class Revisions:
                       by: str = "", session: AsyncSession | None = None) -> Revision:
         """The revision for this exact text, stored if new."""
         digest = unit_hash(text)
+        engine = unit_engine(text)
         found = await self._find(host, unit, digest)
         if found is not None:
             return found
         try:
             if session is not None:
-                row = UnitRevision(host=host, unit=unit, sha256=digest, text=text, source=source, created_by=by)
+                row = UnitRevision(host=host, unit=unit, sha256=digest, text=text, source=source, created_by=by,
+                                   engine=engine)
                 session.add(row)
                 await session.flush()
                 return _view(row)
             async with self._db.session() as s:
-                row = UnitRevision(host=host, unit=unit, sha256=digest, text=text, source=source, created_by=by)
+                row = UnitRevision(host=host, unit=unit, sha256=digest, text=text, source=source, created_by=by,
+                                   engine=engine)
                 s.add(row)
                 await s.flush()
                 return _view(row)

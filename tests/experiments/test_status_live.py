@@ -13,8 +13,8 @@ async def test_status_reads_the_live_unit_and_shares_the_read(make_bot: Any) -> 
     reply = await bot.say("status")
     assert reply.text.startswith("Status") and reply.tables, reply.text
     (row,) = reply.tables[0].rows
-    host, unit, state, restarts, config, job, incidents, last = row
-    assert (host, unit) == (bot.sim.info["name"], bot.sim.info["unit"])
+    host, unit, engine, state, restarts, config, job, incidents, last = row
+    assert (host, unit, engine) == (bot.sim.info["name"], bot.sim.info["unit"], "SGLang")
     assert state == "active/running" and restarts.isdigit() and config == "steps 3"
     assert (job, incidents, last) == ("—", "—", "—")
     many: list[Reply] = await asyncio.gather(*(bot.say("status") for _ in range(20)))

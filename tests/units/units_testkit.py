@@ -60,3 +60,26 @@ Restart=always
 def unit_with(exec_start: str, before: str = "", after: str = "Restart=always\n") -> str:
     """A minimal unit around one ExecStart= value (given verbatim, may span lines)."""
     return f"[Unit]\nDescription=x\n\n[Service]\n{before}ExecStart={exec_start}\n{after}"
+
+VLLM_UNIT = """\
+# /etc/systemd/system/vllm.service
+[Unit]
+Description=vLLM server (Qwen3-32B)
+After=network-online.target
+
+[Service]
+Type=simple
+User=vllm
+Environment=CUDA_VISIBLE_DEVICES=0,1
+ExecStart=/opt/vllm/bin/vllm serve /models/Qwen3-32B \\
+    --tensor-parallel-size 2 \\
+    --gpu-memory-utilization 0.90 \\
+    --max-model-len 32768 \\
+    --speculative-config '{"method": "eagle3", "model": "/models/Qwen3-32B-eagle3", "num_speculative_tokens": 3}' \\
+    --port 8000 --host 0.0.0.0
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+"""

@@ -26,6 +26,7 @@ class CountingOps:
         self.unit = "sglang.service"
         self.reads = 0
         self.fail = fail
+        self.text = UNIT
 
     async def state(self) -> UnitState:
         self.reads += 1
@@ -36,7 +37,7 @@ class CountingOps:
         return UnitState("active", "running", "success", 4242, 2, "inv")
 
     async def read_unit(self) -> str:
-        return UNIT
+        return self.text
 
 
 async def _fleet(db: Database, ops: CountingOps, ttl_s: float = 1.0) -> tuple[FleetStatus, JobRunner]:
@@ -84,8 +85,32 @@ async def test_status_joins_jobs_and_renders_the_table(db: Database) -> None:
     (s,) = await fleet.hosts(["gpu-1"])
     assert (s.running_job, s.queued_jobs, s.incidents, s.last_result) == (None, 2, (), None)
     table = views.status_table([s, HostStatus("gpu-2", "sglang.service", None, "timed out", None, 0, (), None)])
-    assert table.rows[0] == ("gpu-1", "sglang.service", "active/running", "2", "steps 5", "—, 2 queued", "—", "—")
-    assert table.rows[1][2:5] == ("unreachable (timed out)", "—", "—")
+    assert table.rows[0] == ("gpu-1", "sglang.service", "SGLang", "active/running", "2", "steps 5", "—, 2 queued",
+                             "—", "—")
+    assert table.rows[1][2:6] == ("—", "unreachable (timed out)", "—", "—")
+
+
+VLLM_UNIT = ("[Unit]\nDescription=vLLM\n\n[Service]\nExecStart=/opt/vllm/bin/vllm serve /models/m "
+             "--gpu-memory-utilization 0.9\n")
+
+
+async def test_status_names_the_engine_and_the_version_it_logged_at_its_last_start(db: Database) -> None:
+    ops = CountingOps()
+    ops.text = VLLM_UNIT
+    fleet, _ = await _fleet(db, ops)
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.state is not None and s.state.engine == "vllm" and s.engine == "vLLM"
+    results = Results(db)
+    await results.save(host="gpu-1", model="m", label="mem 0.9", result={"levels": []}, ok=True, job_id=None,
+                       revision_id=None, capacity={"engine": "vllm", "engine_version": "0.11.0"})
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.engine == "vLLM 0.11.0"
+    assert views.status_table([s]).rows[0][2] == "vLLM 0.11.0"
+    ops.text = UNIT  # the unit now launches SGLang: the vLLM version no longer applies
+    await asyncio.sleep(0)
+    fleet.ttl_s = 0.0
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.engine == "SGLang"
 
 
 async def test_health_counts_jobs_incidents_and_outbox(db: Database) -> None:
