@@ -1,7 +1,8 @@
 """Argument words of the grammar: numbers and ids, host names, concurrency levels, flag/value pairs.
 
 Owns the bounded little parsers `handlers.grammar` builds commands from: ``on <host>``,
-``c=1,4,16``, ``10 steps`` / ``steps=10`` / ``--speculative-num-steps 10``, ids like ``#42``.
+``c=1,4,16``, ``10 steps`` / ``steps=10`` / ``--speculative-num-steps 10`` / ``5 spec tokens`` (flag words
+of either engine, `services.units.lookup_flag`), ids like ``#42``.
 Every refusal is a `UserInputError` with one or two plain sentences.
 """
 
@@ -15,7 +16,7 @@ from services.units import FlagDef, check_plain, lookup_flag, parse_value, resol
 
 __all__ = [
     "BOOL_WORDS", "FILLERS", "HOST_RE", "MAX_CONCURRENCY", "MAX_ID", "MAX_LEVELS", "MAX_SWEEP_VALUES", "NUM",
-    "changes", "int_arg", "is_flag_word", "no_args", "one_id", "only_host", "pairs", "parse_host",
+    "changes", "int_arg", "is_flag_word", "join_phrases", "no_args", "one_id", "only_host", "pairs", "parse_host",
     "split_commas", "take_host", "take_levels",
 ]
 
@@ -136,6 +137,22 @@ def is_flag_word(tok: str) -> bool:
     return "=" not in tok and not NUM.fullmatch(tok) and lookup_flag(tok) is not None
 
 
+def join_phrases(args: list[str]) -> list[str]:
+    """Two words that together name a flag become one: ``spec tokens`` -> ``spec-tokens``, ``max running=8``."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        if i + 1 < len(args) and "=" not in args[i] and not NUM.fullmatch(args[i]):
+            joint = f"{args[i]}-{args[i + 1]}"
+            if lookup_flag(joint.partition("=")[0]) is not None:
+                out.append(joint)
+                i += 2
+                continue
+        out.append(args[i])
+        i += 1
+    return out
+
+
 def _engine_flag(tok: str) -> FlagDef | None:
     """A ``--long-flag`` pitcrew's schema does not know: kept as typed, for the engine's own parser to judge."""
     name = tok.partition("=")[0]
@@ -150,6 +167,7 @@ Pair = tuple[FlagDef, str]
 def pairs(args: list[str], engine_flags: bool = False) -> list[Pair]:
     """(flag, raw value) pairs; with `engine_flags`, unknown ``--long-flags`` are kept for the engine to judge."""
     out: list[Pair] = []
+    args = join_phrases(args)
     i, n = 0, len(args)
     while i < n:
         tok = args[i]

@@ -2,7 +2,8 @@
 
 Each takes a `Said` (the verb, the argument words, the grammar for nested commands and the
 vocabulary) and returns its command or raises `UserInputError` with one or two plain sentences.
-Flags and values go through the SGLang flag schema (`services.units`); hosts, ids, concurrency
+Flags and values go through the flag schemas of both engines (`services.units`; the unit's own engine
+is applied when the job plans the change); hosts, ids, concurrency
 levels, sweep sizes and durations are bounded by `handlers.grammar_args`. Each command's
 declaration names its parser; `handlers.grammar` picks it by the first word.
 """
@@ -43,6 +44,7 @@ from handlers.grammar_args import (
     changes,
     int_arg,
     is_flag_word,
+    join_phrases,
     no_args,
     one_id,
     only_host,
@@ -101,7 +103,7 @@ def parse_sweep(said: Said) -> Sweep:
     args = said.args
     levels, args = take_levels(args)
     host, args = take_host(args, bool_guard=True)
-    args = [a for a in args if a.lower() not in ("from", "values", "over", "in", "with")]
+    args = join_phrases([a for a in args if a.lower() not in ("from", "values", "over", "in", "with")])
     fdef: FlagDef | None = None
     spec_parts: list[str] = []
     for a in args:

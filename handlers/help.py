@@ -2,7 +2,7 @@
 
 Owns `help_text(topic)`: the list of commands (usage and the handler docstring's first line), one
 command in full (usage, description, examples, other words that name it), the flag list, or one
-flag (its SGLang name, aliases, allowed values and what it does).
+flag (its engine's name, aliases, allowed values and what it does, and the knob it shares with the other engine).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from handlers.registry import COMMANDS
 from handlers.spec import CommandSpec
 from services.errors import UserInputError
-from services.units import FLAGS, flag_help_lines, lookup_flag
+from services.units import FLAGS, KNOBS, SCHEMAS, flag_help_lines, knob_of, lookup_flag
 
 __all__ = ["help_text"]
 
@@ -29,7 +29,8 @@ def _overview() -> str:
     lines = ["pitcrew commands (say 'help <command>' for more, 'help flags' for the flags):"]
     for info in COMMANDS:
         lines.append(f"  {info.usage} - {info.summary}")
-    lines.append("Flags you can change: " + ", ".join(f.short for f in FLAGS) + ".")
+    for schema in SCHEMAS.values():
+        lines.append(f"{schema.display} flags you can change: " + ", ".join(f.short for f in schema.flags) + ".")
     return "\n".join(lines)
 
 
@@ -43,9 +44,19 @@ def _command(info: CommandSpec[Any]) -> str:
     return "\n".join(lines)
 
 
+def _knob_line() -> str:
+    parts = [f"{k.label('sglang')} = {k.sglang} / {k.vllm}" for k in KNOBS]
+    return ("Words for both engines (each unit gets its own engine's flag; either engine's flag name works too): "
+            + "; ".join(parts) + ". 'spec tokens' is 'steps'; on vLLM it is num_speculative_tokens in "
+            "--speculative-config (the rest of the JSON is kept).")
+
+
 def _flags() -> str:
-    lines = ["Flags pitcrew can change (use the short name, e.g. 'try steps=5', or SGLang's own --name):"]
-    lines.extend(f"  {line}" for line in flag_help_lines())
+    lines = ["Flags pitcrew can change (use the short name, e.g. 'try steps=5', or the engine's own --name):",
+             _knob_line()]
+    for schema in SCHEMAS.values():
+        lines.append(f"{schema.display}:")
+        lines.extend(f"  {line}" for line in schema.help_lines())
     lines.append("With topk 1, SGLang sets draft tokens to steps + 1; pitcrew changes a pinned draft with it.")
     return "\n".join(lines)
 
@@ -62,5 +73,8 @@ def help_text(topic: str | None = None) -> str:
     fdef = lookup_flag(topic)
     if fdef is not None:
         line = next(line for line, f in zip(flag_help_lines(), FLAGS, strict=True) if f is fdef)
+        knob = knob_of(fdef.name)
+        if knob is not None:
+            line += f" Same knob: {knob.sglang} on SGLang, {knob.vllm} on vLLM."
         return line
     raise UserInputError(f"There is no help on '{topic[:40]}'. Say 'help' for the list.")

@@ -1,4 +1,5 @@
-"""systemd units: the unit-file syntax, `ExecStart=` flag editing against the engine's flag schema,
+"""systemd units: the unit-file syntax, the engine a unit runs, `ExecStart=` flag editing against that
+engine's flag schema (SGLang's or vLLM's, one vocabulary for both),
 recorded revisions, and the careful stop/start of a unit (deploy).
 
 The names below are the package's public API: other packages import only these."""
@@ -6,31 +7,38 @@ The names below are the package's public API: other packages import only these."
 from services.units.deploy import ReadyReport, StartFailed, UnitOps, UnitState
 from services.units.editor import get_flag, read_exec_start, rewrite_exec_start
 from services.units.engine_cli import EngineCli, EngineOption, FlagProblem, check_argv, engine_of, parse_help
+from services.units.engine_flags import (
+    FLAGS,
+    KNOBS,
+    SCHEMAS,
+    EngineFlags,
+    Knob,
+    apply_changes,
+    engine_flag,
+    flag_help_lines,
+    knob_of,
+    lookup_flag,
+    resolve_flag,
+    schema_engine,
+)
 from services.units.engines import ENGINES, Engine, detect_engine, engine_display, engine_version, unit_engine
+from services.units.flags import FlagDef, FlagPlan, check_plain, format_change, parse_value
 from services.units.revisions import Revision, Revisions
 from services.units.service_env import service_environment, service_user
-from services.units.sglang_flags import (
-    FLAGS,
-    FlagDef,
-    FlagPlan,
-    apply_changes,
-    check_plain,
-    flag_help_lines,
-    format_change,
-    lookup_flag,
-    parse_value,
-    resolve_flag,
-)
 
 __all__ = [
     "ENGINES",
     "FLAGS",
+    "KNOBS",
+    "SCHEMAS",
     "Engine",
     "EngineCli",
+    "EngineFlags",
     "EngineOption",
     "FlagDef",
     "FlagPlan",
     "FlagProblem",
+    "Knob",
     "ReadyReport",
     "Revision",
     "Revisions",
@@ -42,17 +50,20 @@ __all__ = [
     "check_plain",
     "detect_engine",
     "engine_display",
+    "engine_flag",
     "engine_of",
     "engine_version",
     "flag_help_lines",
     "format_change",
     "get_flag",
+    "knob_of",
     "lookup_flag",
     "parse_help",
     "parse_value",
     "read_exec_start",
     "resolve_flag",
     "rewrite_exec_start",
+    "schema_engine",
     "service_environment",
     "service_user",
     "unit_engine",

@@ -45,6 +45,7 @@ class FlagChange:
     new: str | None
     derived: bool = False
     reason: str = ""
+    key: str = ""  # a key inside the flag's JSON value (vLLM's --speculative-config), "" for the flag itself
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,9 @@ def rewrite_exec_start(text: str, new_argv: Sequence[str]) -> str:
                 raise UnitError("A word to change in ExecStart= spans a line break; edit it by hand.")
         repl = [quote_word(w) for w in new[j1:j2]]
         if tag == "replace" and i2 - i1 == j2 - j1:
-            for k, r in zip(range(i1, i2), repl, strict=True):
-                edits.append((tokens[k].start, tokens[k].end, r))
+            for k, r, w in zip(range(i1, i2), repl, new[j1:j2], strict=True):
+                raw = text[tokens[k].start:tokens[k].end]
+                edits.append((tokens[k].start, tokens[k].end, _requote(raw, old[k], w) or r))
             continue
         if i2 > i1:
             # replace the first old word with all new words, remove the rest
@@ -196,6 +198,20 @@ def rewrite_exec_start(text: str, new_argv: Sequence[str]) -> str:
 
 
 Edit = tuple[int, int, str]
+
+
+def _requote(raw: str, old: str, new: str) -> str | None:
+    """``new`` in the quotes ``raw`` used for ``old`` (``'{"a": 3}'`` -> ``'{"a": 5}'``), or None.
+
+    Only for a word wholly inside one pair of quotes with no escapes, and a new word that needs
+    none: then the unit keeps its own quoting and every byte of the word but the changed ones.
+    """
+    if len(raw) < 2 or raw[0] not in "'\"" or raw[-1] != raw[0] or raw[1:-1] != old or "\\" in raw:
+        return None
+    q = raw[0]
+    if q in new or "\\" in new or "%" in new or "$" in new or any(ord(c) < 0x20 or ord(c) == 0x7F for c in new):
+        return None
+    return q + new + q
 
 
 def _apply(text: str, region: _Region, edits: list[Edit], removed: set[int], appended: list[str]) -> str:

@@ -1,0 +1,286 @@
+"""Engine-neutral flag machinery: a flag's definition, checking a typed value, planning an argv edit.
+
+Owns `FlagDef` (one engine flag: names, chat aliases, type, bounds), `check_plain` and `parse_value`
+(numbers within bounds, choices, and only plain characters — never anything a shell or systemd
+would interpret), `FlagPlan`/`format_change` (what a change does, for the preview), and the two
+argv steps every engine schema shares: finding the schema's flags in an argv (`current_flags`) and
+writing a plan back in place (`rewrite_flags`: a flag changes where it stands, a new one goes at the end).
+Each engine's schema (`sglang_flags`, `vllm_flags`) builds on these.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from services.errors import UnitError, UserInputError
+from services.units.editor import FlagChange, parse_flags
+
+__all__ = [
+    "MAX_VALUE_LEN",
+    "CurrentFlags",
+    "FlagDef",
+    "FlagPlan",
+    "check_plain",
+    "current_flags",
+    "flag_key",
+    "format_change",
+    "help_line",
+    "index_flags",
+    "parse_value",
+    "resolve_in",
+    "rewrite_flags",
+    "suggest",
+]
+
+Kind = Literal["int", "float", "choice", "bool", "str"]
+
+_VALUE_RE = re.compile(r"[A-Za-z0-9._:/=+-]+")
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_TRUE = {"true", "on", "yes", "1", "enable", "enabled"}
+_FALSE = {"false", "off", "no", "0", "disable", "disabled"}
+MAX_VALUE_LEN = 256
+
+
+@dataclass(frozen=True)
+class FlagDef:
+    """One engine flag: canonical name, other spellings the engine accepts, chat aliases, type, bounds."""
+
+    name: str
+    kind: Kind
+    help: str
+    aliases: tuple[str, ...] = ()
+    spellings: tuple[str, ...] = ()  # other argparse spellings of the same flag
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive: bool = False  # bounds are exclusive (0 < x < 1)
+    exclusive_low: bool = False  # only the lower bound is exclusive (0 < x <= 1)
+    choices: tuple[str, ...] = ()
+    specials: tuple[str, ...] = ()  # extra literal values, e.g. "-1" to disable
+
+    @property
+    def short(self) -> str:
+        """The name people type: the first alias, else the flag without dashes."""
+        return self.aliases[0] if self.aliases else self.name[2:]
+
+    @property
+    def all_spellings(self) -> tuple[str, ...]:
+        return (self.name, *self.spellings)
+
+    def describe(self) -> str:
+        """The value a flag takes, in words: ``a whole number from 1 to 16``, ``one of EAGLE, ...``."""
+        if self.kind == "bool":
+            return "on/off switch"
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.kind == "str":
+            return "text (letters, digits, . _ : / = + -)"
+        lo = _fmt_num(self.minimum)
+        hi = _fmt_num(self.maximum)
+        word = "a whole number" if self.kind == "int" else "a number"
+        if self.exclusive:
+            rng = f"between {lo} and {hi} (exclusive)"
+        elif self.exclusive_low:
+            rng = f"above {lo}, at most {hi}"
+        else:
+            rng = f"from {lo} to {hi}"
+        extra = f" (or {', '.join(self.specials)})" if self.specials else ""
+        return f"{word} {rng}{extra}"
+
+
+def _fmt_num(x: float | None) -> str:
+    if x is None:
+        return "?"
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def suggest(word: str, candidates: Sequence[str]) -> str | None:
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_plain(text: str, what: str) -> None:
+    """Refuse anything but plain value characters (no shell metacharacters, spaces, quotes, NUL)."""
+    if not text:
+        raise UserInputError(f"The value for {what} is empty.")
+    if len(text) > MAX_VALUE_LEN:
+        raise UserInputError(f"The value for {what} is too long (at most {MAX_VALUE_LEN} characters).")
+    if not _VALUE_RE.fullmatch(text):
+        raise UserInputError(f"The value for {what} may only contain letters, digits and . _ : / = + - "
+                             "(no spaces, quotes or shell characters).")
+
+
+def parse_value(flag: FlagDef, text: str) -> str:
+    """Check ``text`` as a value of ``flag`` and return it normalized (``"0.85"``, ``"10"``, ``"EAGLE"``)."""
+    check_plain(text, flag.short)
+    if flag.kind in _TEXT_PARSERS:
+        return _TEXT_PARSERS[flag.kind](flag, text)
+    if text in flag.specials:
+        return text
+    number, normalized = _number(flag, text)
+    lo, hi = flag.minimum, flag.maximum
+    if flag.exclusive:
+        bad = (lo is not None and number <= lo) or (hi is not None and number >= hi)
+    elif flag.exclusive_low:
+        bad = (lo is not None and number <= lo) or (hi is not None and number > hi)
+    else:
+        bad = (lo is not None and number < lo) or (hi is not None and number > hi)
+    if bad:
+        raise UserInputError(f"{flag.short} must be {flag.describe()}; {normalized} is out of range.")
+    return normalized
+
+
+def _bool_value(flag: FlagDef, text: str) -> str:
+    low = text.lower()
+    if low in _TRUE:
+        return "true"
+    if low in _FALSE:
+        return "false"
+    raise UserInputError(f"{flag.short} is an on/off switch: say on or off.")
+
+
+def _choice_value(flag: FlagDef, text: str) -> str:
+    for choice in flag.choices:
+        if choice.lower() == text.lower():
+            return choice
+    suggestion = suggest(text.upper() if flag.choices[0].isupper() else text.lower(), flag.choices)
+    hint = f" Did you mean {suggestion}?" if suggestion else ""
+    raise UserInputError(f"{flag.short} must be one of {', '.join(flag.choices)}.{hint}")
+
+
+def _str_value(flag: FlagDef, text: str) -> str:
+    if text.startswith("-"):
+        raise UserInputError(f"The value for {flag.short} cannot start with '-'.")
+    if ".." in text.split("/"):
+        raise UserInputError(f"The value for {flag.short} cannot contain '..' path parts.")
+    return text
+
+
+_TEXT_PARSERS = {"bool": _bool_value, "choice": _choice_value, "str": _str_value}
+
+
+def _number(flag: FlagDef, text: str) -> tuple[float, str]:
+    """The number `text` says for an int or float flag, and its normalized spelling."""
+    if flag.kind == "int":
+        if not _INT_RE.fullmatch(text):
+            raise UserInputError(f"{flag.short} must be {flag.describe()}.")
+        return int(text), str(int(text))
+    if not _FLOAT_RE.fullmatch(text):
+        raise UserInputError(f"{flag.short} must be {flag.describe()}.")
+    number = float(text)
+    if not math.isfinite(number):
+        raise UserInputError(f"{flag.short} must be a finite number.")
+    return number, repr(number)
+
+
+@dataclass(frozen=True)
+class FlagPlan:
+    """The argv to deploy, what changes (derived changes marked, with why) and notes for the preview."""
+
+    new_argv: tuple[str, ...]
+    diff: tuple[FlagChange, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.diff)
+
+
+def format_change(change: FlagChange) -> str:
+    """One line for a preview: ``--speculative-num-steps 3 -> 10`` (+ why, when derived); a key inside a flag's
+    JSON value reads ``--speculative-config num_speculative_tokens 3 -> 5``."""
+    old = "(unset)" if change.old is None else change.old
+    new = "(unset)" if change.new is None else change.new
+    where = f"{change.flag} {change.key}" if change.key else change.flag
+    line = f"{where} {old} -> {new}"
+    if change.derived:
+        line += f" (derived: {change.reason})" if change.reason else " (derived)"
+    return line
+
+
+# per flag found in argv: (value, index, word count, spelling, written with '=')
+CurrentFlags = dict[FlagDef, tuple[str, int, int, str, bool]]
+
+
+def current_flags(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches: frozenset[str]) -> CurrentFlags:
+    """Schema flags in argv: flag -> (value, index, count, spelling, uses '=')."""
+    out: dict[FlagDef, tuple[str, int, int, str, bool]] = {}
+    for name, value, idx, count in parse_flags(argv, switches):
+        fdef = by_name.get(name)
+        if fdef is None:
+            continue
+        if fdef in out:
+            raise UnitError(f"The unit sets {fdef.name} twice; fix the unit by hand before changing it.")
+        uses_eq = count == 1 and value is not None
+        out[fdef] = ("true" if value is None else value, idx, count, name, uses_eq)
+    return out
+
+
+def rewrite_flags(argv: Sequence[str], current: CurrentFlags, final: Mapping[FlagDef, str | None],
+             derived: Mapping[FlagDef, tuple[str | None, str]], notes: list[str]) -> FlagPlan:
+    """The new argv (each flag changed where it stands, new flags at the end) and the diff."""
+    slots: list[list[str]] = [[w] for w in argv]
+    tail: list[str] = []
+    diff: list[FlagChange] = []
+    for fdef, value in final.items():
+        old = current.get(fdef)
+        old_value = old[0] if old else None
+        if old_value == value:
+            continue
+        reason = derived[fdef][1] if fdef in derived else ""
+        diff.append(FlagChange(fdef.name, old_value, value, derived=fdef in derived, reason=reason))
+        if old is None:
+            if value is not None:
+                tail.extend([fdef.name] if fdef.kind == "bool" else [fdef.name, value])
+            continue
+        _, idx, count, spelling, uses_eq = old
+        if value is None:
+            for k in range(idx, idx + count):
+                slots[k] = []
+        elif fdef.kind == "bool":
+            pass
+        elif uses_eq or count == 1:
+            slots[idx] = [f"{spelling}={value}"]
+        else:
+            slots[idx + 1] = [value]
+    new_argv = tuple(w for slot in slots for w in slot) + tuple(tail)
+    return FlagPlan(new_argv, tuple(diff), tuple(notes))
+
+
+def help_line(f: FlagDef) -> str:
+    """``steps (--speculative-num-steps; also num-steps): a whole number from 1 to 16. Draft steps ...``."""
+    others = ", ".join(f.aliases[1:])
+    alias_note = f"; also {others}" if others else ""
+    return f"{f.short} ({f.name}{alias_note}): {f.describe()}. {f.help}"
+
+
+def flag_key(word: str) -> str:
+    """The form flag words are indexed by: lower case, ``_`` as ``-``, no leading dashes."""
+    return word.strip().lower().replace("_", "-").lstrip("-")
+
+
+def index_flags(flags: Sequence[FlagDef]) -> tuple[dict[str, FlagDef], dict[str, FlagDef]]:
+    """(word -> flag for every spelling and alias, first one wins; exact spelling -> flag)."""
+    by_word: dict[str, FlagDef] = {}
+    for f in flags:
+        for w in (*(s[2:] for s in f.all_spellings), *f.aliases):
+            by_word.setdefault(w, f)
+    return by_word, {s: f for f in flags for s in f.all_spellings}
+
+
+def resolve_in(word: str, by_word: Mapping[str, FlagDef]) -> FlagDef:
+    """The flag ``word`` names in ``by_word``, or a `UserInputError` with a "did you mean"."""
+    key = flag_key(word)
+    found = by_word.get(key)
+    if found is not None:
+        return found
+    shown = word if _VALUE_RE.fullmatch(word or "-") and len(word) <= 64 else "that"
+    close = suggest(key, list(by_word))
+    if close is not None:
+        raise UserInputError(f"I don't know the flag '{shown}'. Did you mean '{close}'?", suggestion=close)
+    raise UserInputError(f"I don't know the flag '{shown}'. Say 'help flags' for the list.")
