@@ -10,7 +10,6 @@ from services.experiments.pipeline import (
     Experiments,
     Preview,
     TrialOutcome,
-    config_label,
     label_for,
 )
 from services.experiments.results import LevelFigures, Results, RunSummary, pct
@@ -29,7 +28,6 @@ __all__ = [
     "RunSummary",
     "TrialOutcome",
     "compare_runs",
-    "config_label",
     "host_recovery",
     "job_pipeline",
     "label_for",

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from services.bench import BenchSpec, run_benchmark_isolated
 from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
-from services.errors import BenchmarkError, DeployFailed, JobCancelled, PitcrewError, UserInputError
+from services.errors import BenchmarkError, DeployFailed, JobCancelled, PitcrewError, UnitError, UserInputError
 from services.events import EventBus
 from services.experiments.forecast import CapacityPoint, Forecast, config_point, forecast, forecast_error
 from services.experiments.host_checks import check_host
@@ -47,11 +47,12 @@ from services.units import (
     UnitOps,
     UnitState,
     apply_changes,
+    changes_label,
+    config_label,
     format_change,
     get_flag,
     lookup_flag,
     read_exec_start,
-    resolve_flag,
     rewrite_exec_start,
     unit_engine,
 )
@@ -115,10 +116,8 @@ class TrialOutcome:
 
 
 def label_for(changes: dict[str, str]) -> str:
-    parts = []
-    for word, value in changes.items():
-        parts.append(f"{resolve_flag(word).short} {value}")
-    return ", ".join(parts)
+    """What a try asked for, in words (`services.units.changes_label`): ``steps 4 · mem 0.85``."""
+    return changes_label(changes)
 
 
 class RestartNotices(Protocol):
@@ -158,8 +157,19 @@ class Experiments:
         st = await ops.state()
         text = await ops.read_unit()
         rev = await self.revisions.observe(host, ops.unit, text)
+        label = config_label(read_exec_start(text).argv, await self.baseline_argv(host, ops.unit))
         return (f"{ops.unit} is {st.active_state}/{st.sub_state} (restarts {st.n_restarts}) on revision {rev.id} "
-                f"({config_label(read_exec_start(text).argv)}); nothing was re-run")
+                f"({label}); nothing was re-run")
+
+    async def baseline_argv(self, host: str, unit: str) -> tuple[str, ...] | None:
+        """The ExecStart= words of the host's baseline revision (the first pitcrew recorded), for labels."""
+        base = await self.revisions.baseline(host, unit)
+        if base is None:
+            return None
+        try:
+            return read_exec_start(base.text).argv
+        except UnitError:
+            return None
 
     # ---- previews ---------------------------------------------------------------------------
     async def preview(self, host: str, changes: dict[str, str], *,
@@ -294,7 +304,7 @@ class Experiments:
         host = ctx.job.host
         ops = self.ops(host)
         plan: FlagPlan = apply_changes(read_exec_start(before.text).argv, changes)
-        label = label_for(changes)
+        label = config_label(plan.new_argv, await self.baseline_argv(host, ops.unit))
         outcome = TrialOutcome(label=label)
         await ctx.checkpoint()
         predicted = await self.forecast_for(host, plan.new_argv) if plan.changed else None
@@ -596,9 +606,3 @@ def with_flags(argv: tuple[str, ...], changes: dict[str, str]) -> tuple[str, ...
     for name, value in names.items():
         out.extend([name] if value == "true" else [name, value])
     return tuple(out)
-
-
-def config_label(argv: tuple[str, ...]) -> str:
-    """A short name for a unit's configuration in tables ("steps 5")."""
-    steps = get_flag(argv, "--speculative-num-steps")
-    return f"steps {steps}" if steps else "current config"

@@ -48,6 +48,7 @@ class EngineFlags:
     lookup: Callable[[str], FlagDef | None]
     apply: Callable[[Sequence[str], Mapping[str, str | None]], FlagPlan]
     help_lines: Callable[[], tuple[str, ...]]
+    values: Callable[[Sequence[str]], dict[str, str]]  # the schema's flags an argv sets, name -> value
 
     @property
     def display(self) -> str:
@@ -56,9 +57,9 @@ class EngineFlags:
 
 SCHEMAS: dict[str, EngineFlags] = {
     "sglang": EngineFlags("sglang", sglang_flags.FLAGS, sglang_flags.lookup_flag, sglang_flags.apply_changes,
-                          sglang_flags.flag_help_lines),
+                          sglang_flags.flag_help_lines, sglang_flags.read_values),
     "vllm": EngineFlags("vllm", vllm_flags.FLAGS, vllm_flags.lookup_flag, vllm_flags.apply_changes,
-                        vllm_flags.flag_help_lines),
+                        vllm_flags.flag_help_lines, vllm_flags.read_values),
 }
 
 

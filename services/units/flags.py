@@ -28,6 +28,7 @@ __all__ = [
     "check_plain",
     "current_flags",
     "flag_key",
+    "flag_values",
     "format_change",
     "help_line",
     "index_flags",
@@ -218,6 +219,16 @@ def current_flags(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches:
             raise UnitError(f"The unit sets {fdef.name} twice; fix the unit by hand before changing it.")
         uses_eq = count == 1 and value is not None
         out[fdef] = ("true" if value is None else value, idx, count, name, uses_eq)
+    return out
+
+
+def flag_values(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches: frozenset[str]) -> dict[str, str]:
+    """Schema flags in argv by canonical name -> value (``"true"`` for a bare switch; last one wins, as argparse)."""
+    out: dict[str, str] = {}
+    for name, value, _, _ in parse_flags(argv, switches):
+        fdef = by_name.get(name)
+        if fdef is not None:
+            out[fdef.name] = "true" if value is None else value
     return out
 
 

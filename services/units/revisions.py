@@ -99,6 +99,13 @@ class Revisions:
                 .order_by(UnitRevision.known_good_at.desc(), UnitRevision.id.desc()).limit(1))
             return None if row is None else _view(row)
 
+    async def baseline(self, host: str, unit: str) -> Revision | None:
+        """The host's baseline: the first revision of the unit pitcrew recorded (what labels are named against)."""
+        async with self._db.sessions() as s:
+            row = await s.scalar(select(UnitRevision).where(UnitRevision.host == host, UnitRevision.unit == unit)
+                                 .order_by(UnitRevision.id.asc()).limit(1))
+            return None if row is None else _view(row)
+
     async def list(self, host: str, limit: int = 20) -> list[Revision]:
         async with self._db.sessions() as s:
             rows = (await s.execute(select(UnitRevision).where(UnitRevision.host == host)

@@ -20,6 +20,7 @@ from services.units.flags import (
     check_plain,
     current_flags,
     flag_key,
+    flag_values,
     format_change,
     help_line,
     index_flags,
@@ -40,6 +41,7 @@ __all__ = [
     "format_change",
     "lookup_flag",
     "parse_value",
+    "read_values",
     "resolve_flag",
 ]
 
@@ -173,6 +175,11 @@ def _coupled(current: CurrentFlags, wanted: Mapping[FlagDef, str | None],
         notes.append("SGLang caps max_running_requests at 48 with speculative decoding "
                      "unless --max-running-requests is given.")
     return derived, notes
+
+
+def read_values(argv: Sequence[str]) -> dict[str, str]:
+    """The SGLang flags an argv sets: canonical name -> value."""
+    return flag_values(argv, _BY_NAME, SWITCHES)
 
 
 def flag_help_lines() -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from services.units.flags import (
     FlagPlan,
     current_flags,
     flag_key,
+    flag_values,
     help_line,
     index_flags,
     parse_value,
@@ -45,6 +46,7 @@ __all__ = [
     "apply_changes",
     "flag_help_lines",
     "lookup_flag",
+    "read_values",
     "resolve_flag",
 ]
 
@@ -197,6 +199,28 @@ def _edit_spec_config(argv: tuple[str, ...], value: str | None) -> tuple[tuple[s
         words[idx + 1] = new_text
     change = FlagChange(SPEC_CONFIG, None if old is None else str(old), value, key=SPEC_KEY)
     return tuple(words), change
+
+
+def read_values(argv: Sequence[str]) -> dict[str, str]:
+    """The vLLM flags an argv sets (canonical name -> value): ``--no-X`` reads as X ``false``, and
+    ``num_speculative_tokens`` inside ``--speculative-config`` as ``--num-speculative-tokens``."""
+    raw = flag_values(argv, _BY_NAME, SWITCHES)
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        positive = next((f.name for f, n in _NEGATIONS.items() if n.name == name), None)
+        if positive is not None:
+            out[positive] = "false"
+        else:
+            out[name] = value
+    config = next((v for n, v, _, _ in parse_flags(argv, SWITCHES) if n == SPEC_CONFIG and v), None)
+    if config is not None and SPEC_TOKENS.name not in out:
+        try:
+            parsed = json.loads(config)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get(SPEC_KEY), int):
+            out[SPEC_TOKENS.name] = str(parsed[SPEC_KEY])
+    return out
 
 
 def flag_help_lines() -> tuple[str, ...]:
