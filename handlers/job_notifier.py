@@ -181,7 +181,7 @@ class JobNotifier:
     async def on_results(self, e: JobResultsReady) -> None:
         run = await self.results.get(e.run_id)
         prev = await self.results.get(e.previous_run_id) if e.previous_run_id else None
-        note = views.failures_note(run)
+        note = "\n".join(n for n in (views.failures_note(run), views.engine_note(run)) if n)
         text = f"Results of job {e.job.id} ({run.label}): *{e.verdict}*" + (" — partial" if e.partial else "")
         if note:
             text += "\n" + note

@@ -13,7 +13,7 @@ from services.errors import Conflict, DeployFailed
 from services.experiments.pipeline import Experiments
 from services.jobs import JobContext, JobResultsReady
 from services.store import AuditQuery
-from services.units import Revision, config_label, read_exec_start
+from services.units import Revision, config_label, read_exec_start, unit_engine
 
 
 async def run_bench(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, Any]]:
@@ -23,7 +23,8 @@ async def run_bench(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, A
     await ops.prove_serving(deadline_s=60.0)
     argv = read_exec_start(rev.text).argv
     label = ctx.job.params.get("label") or config_label(argv, await exp.baseline_argv(ctx.job.host, ops.unit))
-    run, crashed_at = await exp.benchmark(ctx, ops, levels, label=label, revision_id=rev.id, capacity={})
+    run, crashed_at = await exp.benchmark(ctx, ops, levels, label=label, revision_id=rev.id, capacity={},
+                                          engine=unit_engine(rev.text))
     prev = await exp.results.previous(ctx.job.host, run.model, before_id=run.id)
     v = await exp.verdict(run, prev)
     await exp.bus.publish(

@@ -339,6 +339,7 @@ class Experiments:
             await ops.prove_serving(deadline_s=60.0)
         try:
             run, crashed_at = await self.benchmark(ctx, ops, levels, label=label,
+                                                   engine=unit_engine(before.text),  # flag edits keep the engine
                                                    revision_id=outcome.revision_after, capacity=outcome.capacity)
         except JobCancelled:
             await self.restore(ctx, ops, before, reason="cancelled")
@@ -458,6 +459,7 @@ class Experiments:
         async with ctx.step("start") as d:
             await self.audit.record(None, actor=actor, action="start", host=host, detail={"job": ctx.job.id})
             ready = await ops.start_and_wait(deadline_s=self.policy.ready_timeout_s * self.policy.time_scale,
+                                             engine=unit_engine(text),
                                              progress=lambda p: self.progress(ctx, p))
             d["seconds"] = round(ready.seconds, 2)
             d["ready_line_s"] = ready.ready_line_seconds
@@ -465,6 +467,7 @@ class Experiments:
         return ready
 
     async def benchmark(self, ctx: JobContext, ops: UnitOps, levels: tuple[int, ...], *, label: str,
+                        engine: str = "sglang",
                         revision_id: int | None, capacity: dict[str, Any]) -> tuple[RunSummary, int | None]:
         """Benchmark the live server; returns the stored run and the level it crashed at, if any."""
         host = ctx.job.host
@@ -493,7 +496,8 @@ class Experiments:
         limiter = asyncio.create_task(limit())
         try:
             async with ctx.step("benchmark") as d:
-                result = await run_benchmark_isolated(spec, progress=on_progress, probe="sglang", cancel=cancel)
+                probe = "vllm" if engine == "vllm" else "sglang"  # each engine's own counters
+                result = await run_benchmark_isolated(spec, progress=on_progress, probe=probe, cancel=cancel)
                 data = result.doc
                 d["levels"] = [lv["concurrency"] for lv in data["levels"]]
         finally:
@@ -579,12 +583,16 @@ class Experiments:
 def _capacity_json(ready: ReadyReport | None, engine: str) -> dict[str, Any]:
     if ready is None:
         return {}
-    out: dict[str, Any] = {"engine": engine, "engine_version": ready.engine_version} if ready.engine_version else {}
+    out: dict[str, Any] = {"engine": engine}
+    if ready.engine_version:
+        out["engine_version"] = ready.engine_version
     if ready.capacity is None:
         return out
     c = ready.capacity
+    vllm = {"max_concurrency": c.max_concurrency, "concurrency_tokens": c.concurrency_tokens,
+            "kv_cache_gib": c.kv_cache_gib} if engine == "vllm" else {}
     return {"max_total_num_tokens": c.max_total_num_tokens, "max_running_requests": c.max_running_requests,
-            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb, **out}
+            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb, **vllm, **out}
 
 
 def with_flags(argv: tuple[str, ...], changes: dict[str, str]) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
 """The journal: parsing `journalctl -o json` entries and the lines in them (systemd's messages, SGLang's
-logs), and following a host's journal with persisted, lease-fenced cursors.
+and vLLM's logs), and following a host's journal with persisted, lease-fenced cursors.
 
 The names below are the package's public API: other packages import only these."""
 
@@ -10,9 +10,11 @@ from services.journal.follower import HostContactLost, HostContactRestored, Host
 from services.journal.sglang import Capacity, is_ready_line, parse_capacity, parse_decode
 from services.journal.systemd import SystemdEvent, classify
 from services.journal.types import parse_show
+from services.journal.vllm import CapacityReader, VllmSpecStats, VllmThroughput, parse_vllm_spec, parse_vllm_throughput
 
 __all__ = [
     "Capacity",
+    "CapacityReader",
     "HostContactLost",
     "HostContactRestored",
     "HostRebooted",
@@ -22,6 +24,8 @@ __all__ = [
     "JournalSupervisor",
     "ParseStats",
     "SystemdEvent",
+    "VllmSpecStats",
+    "VllmThroughput",
     "classify",
     "entry_from_obj",
     "is_ready_line",
@@ -30,4 +34,6 @@ __all__ = [
     "parse_decode",
     "parse_entry",
     "parse_show",
+    "parse_vllm_spec",
+    "parse_vllm_throughput",
 ]

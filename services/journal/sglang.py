@@ -69,14 +69,18 @@ class PrefillStats:
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """The scheduler's capacity line (`max_total_num_tokens=..., max_running_requests=...`)."""
+    """A server's capacity at start: SGLang's scheduler line (`max_total_num_tokens=..., max_running_requests=...`)
+    or vLLM's KV cache lines (`services.journal.vllm.CapacityReader`); None where the engine does not say."""
 
-    max_total_num_tokens: int
+    max_total_num_tokens: int  # KV cache size in tokens (vLLM: `GPU KV cache size: N tokens`)
     chunked_prefill_size: int | None
     max_prefill_tokens: int | None
     max_running_requests: int | None
     context_len: int | None
     available_gpu_mem_gb: float | None
+    max_concurrency: float | None = None  # vLLM: `Maximum concurrency for N tokens per request: X`
+    concurrency_tokens: int | None = None  # ... the N of that line
+    kv_cache_gib: float | None = None  # vLLM: `Available KV cache memory: X GiB`
 
 
 def strip_prefix(message: str) -> tuple[str | None, str, str]:

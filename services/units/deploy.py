@@ -3,7 +3,7 @@
 These are the steps a person did by hand in the field notes, done with deadlines and evidence:
 write the unit atomically then `daemon-reload`; stop and wait until the unit is inactive *and*
 its GPU memory is released (a leftover holder is reported with its pid, never killed here);
-start and follow the journal from the start cursor until SGLang's ready line or a failure, then
+start and follow the journal from the start cursor until the engine's ready line or a failure, then
 prove it serves with `/health` and one real short generation. Every remote call has a timeout.
 """
 
@@ -21,11 +21,11 @@ from services.errors import DeployFailed, HostError
 from services.hosts import Host
 from services.journal import (
     Capacity,
+    CapacityReader,
     JournalEntry,
     SystemdEvent,
     classify,
     is_ready_line,
-    parse_capacity,
     parse_entry,
     parse_show,
 )
@@ -179,8 +179,11 @@ class UnitOps:
         return StopReport(seconds=time.monotonic() - t0, holders=tuple(holders))
 
     async def start_and_wait(self, *, deadline_s: float, progress: Progress | None = None,
-                             model: str | None = None) -> ReadyReport:
-        """Start the unit; follow its journal until ready or failed; then prove it serves."""
+                             model: str | None = None, engine: str = "sglang") -> ReadyReport:
+        """Start the unit; follow its journal until ready or failed; then prove it serves.
+
+        ``engine`` names the ready line and the capacity lines to read (SGLang's, or vLLM's
+        ``Application startup complete.`` and KV cache lines)."""
         t0 = time.monotonic()
         cursor = await self.cursor_now()
         # `-f` implies `-n 10` even after a cursor, and `-f -n 0` on an empty journal keeps only the end of the first
@@ -190,7 +193,7 @@ class UnitOps:
         argv += ["--after-cursor", cursor] if cursor else []
         entries: list[JournalEntry] = []
         events: list[SystemdEvent] = []
-        capacity: Capacity | None = None
+        reader = CapacityReader(engine)
         ready_at: float | None = None
         version = ""
         async with self.host.stream(argv, timeout=deadline_s + 30) as lines:
@@ -217,12 +220,9 @@ class UnitOps:
                         seen = engine_version(msg)
                         if seen is not None:
                             version = seen[1]
-                        cap = parse_capacity(msg)
-                        if cap is not None:
-                            capacity = cap
-                            if progress:
-                                await progress("capturing CUDA graphs")
-                        if is_ready_line(msg):
+                        if reader.feed(msg) and progress:
+                            await progress("capturing CUDA graphs")
+                        if is_ready_line(msg, engine=engine):
                             ready_at = time.monotonic() - t0
                             break
             except TimeoutError:
@@ -235,7 +235,7 @@ class UnitOps:
         if progress:
             await progress("checking /health and one generation")
         await self.prove_serving(deadline_s=max(deadline_s - (time.monotonic() - t0), 10.0), model=model)
-        return ReadyReport(seconds=time.monotonic() - t0, ready_line_seconds=ready_at, capacity=capacity,
+        return ReadyReport(seconds=time.monotonic() - t0, ready_line_seconds=ready_at, capacity=reader.capacity,
                            entries=tuple(entries), health_ok=True, engine_version=version)
 
     async def prove_serving(self, *, deadline_s: float, model: str | None = None) -> str:

@@ -1,0 +1,111 @@
+"""Parsers for vLLM's log lines (FORMATS b): capacity at start-up, the spec-decoding and throughput lines.
+
+vLLM 0.11 logs its KV cache capacity on two lines (``GPU KV cache size: 1,234,560 tokens`` and
+``Maximum concurrency for 32,768 tokens per request: 37.68x``, ``kv_cache_utils.py:1087/1091``; 0.33
+joins them on one line), the context it uses (``Using max model len 32768``) and the KV cache memory
+(``Available KV cache memory: 10.79 GiB``). Every 10 s the API server logs a throughput line
+(``Engine 000: Avg prompt throughput: …``) and, with speculative decoding, a ``SpecDecoding metrics:``
+line (mean acceptance length = 1 + accepted / drafts). Messages arrive here with vLLM's
+``(APIServer pid=N)`` prefix and ANSI colours already handled by `services.journal.entries`.
+
+`CapacityReader` gathers either engine's capacity lines into one `Capacity`, since vLLM spreads them
+over several lines and SGLang writes one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from services.journal.sglang import Capacity, parse_capacity
+
+__all__ = ["CapacityReader", "VllmSpecStats", "VllmThroughput", "parse_vllm_spec", "parse_vllm_throughput"]
+
+_NUM = r"([\d,]+)"
+_KV_TOKENS = re.compile(r"(?:GPU )?KV cache size: " + _NUM + " tokens")
+_MAX_CONC = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: ([\d.]+)x")
+_MAX_LEN = re.compile(r"Using max model len (\d+)")
+_KV_MEM = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+_SPEC = re.compile(r"SpecDecoding metrics: Mean acceptance length: ([\d.]+)")
+_SPEC_ACCEPTED = re.compile(r"Accepted: (\d+) tokens")
+_SPEC_DRAFTED = re.compile(r"Drafted: (\d+) tokens")
+_SPEC_RATE = re.compile(r"Avg Draft acceptance rate: ([\d.]+)%")
+_TPUT = re.compile(r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs")
+_KV_USAGE = re.compile(r"KV cache usage: ([\d.]+)%")
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class VllmSpecStats:
+    """One ``SpecDecoding metrics:`` line (the figures of the last logging interval)."""
+
+    mean_accept_len: float
+    accepted: int | None
+    drafted: int | None
+    draft_accept_rate: float | None  # 0..1
+
+
+@dataclass(frozen=True, slots=True)
+class VllmThroughput:
+    """One ``Engine 000: Avg prompt throughput: …`` line."""
+
+    gen_throughput: float
+    running: int
+    waiting: int
+    kv_cache_usage: float | None  # 0..1
+
+
+def parse_vllm_spec(message: str) -> VllmSpecStats | None:
+    m = _SPEC.search(message)
+    if m is None:
+        return None
+    acc, dr, rate = _SPEC_ACCEPTED.search(message), _SPEC_DRAFTED.search(message), _SPEC_RATE.search(message)
+    return VllmSpecStats(float(m.group(1)), int(acc.group(1)) if acc else None, int(dr.group(1)) if dr else None,
+                         float(rate.group(1)) / 100 if rate else None)
+
+
+def parse_vllm_throughput(message: str) -> VllmThroughput | None:
+    m = _TPUT.search(message)
+    if m is None:
+        return None
+    usage = _KV_USAGE.search(message)
+    return VllmThroughput(float(m.group(1)), int(m.group(2)), int(m.group(3)),
+                          float(usage.group(1)) / 100 if usage else None)
+
+
+class CapacityReader:
+    """Gathers one start's capacity lines: SGLang's one line, or vLLM's several (KV tokens, concurrency, length)."""
+
+    def __init__(self, engine: str = "sglang") -> None:
+        self.engine = engine
+        self.capacity: Capacity | None = None
+        self._max_len: int | None = None
+        self._kv_mem: float | None = None
+
+    def feed(self, message: str) -> bool:
+        """Read one message; True when it completed the capacity (SGLang's line, vLLM's KV cache size)."""
+        if self.engine != "vllm":
+            cap = parse_capacity(message)
+            if cap is not None:
+                self.capacity = cap
+            return cap is not None
+        if (m := _MAX_LEN.search(message)) is not None:
+            self._max_len = int(m.group(1))
+            if self.capacity is not None:
+                self.capacity = replace(self.capacity, context_len=self._max_len)
+        if (m := _KV_MEM.search(message)) is not None:
+            self._kv_mem = float(m.group(1))
+        done = False
+        if (m := _KV_TOKENS.search(message)) is not None:
+            self.capacity = Capacity(_int(m.group(1)), None, None, None, self._max_len, None,
+                                     kv_cache_gib=self._kv_mem)
+            done = True
+        if (m := _MAX_CONC.search(message)) is not None and self.capacity is not None:
+            self.capacity = replace(self.capacity, max_concurrency=float(m.group(2)),
+                                    concurrency_tokens=_int(m.group(1)))
+            if self.capacity.context_len is None:
+                self.capacity = replace(self.capacity, context_len=_int(m.group(1)))
+        return done
