@@ -13,7 +13,7 @@ FAULT_NAMES = ["stale-gpu-holder", "port-in-use", "nccl-timeout", "xid", "slow-l
 
 @click.group()
 def sim() -> None:
-    """Simulated GPU host (SGLang under systemd, reached over SSH) for demos and tests."""
+    """Simulated GPU host (SGLang or vLLM under systemd, reached over SSH) for demos and tests."""
 
 
 @sim.command()
@@ -29,8 +29,11 @@ def sim() -> None:
 @click.option("--noise", "noise_pct", type=click.FloatRange(0, 20), default=0.0, show_default=True,
               help="Per-run speed jitter of the fake server (standard deviation, percent); 0 = off.")
 @click.option("--noise-seed", type=int, default=0, show_default=True, help="Seed of that jitter.")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default="sglang", show_default=True,
+              help="The inference server the host runs: SGLang 0.5.9 or vLLM 0.11 (`vllm serve`).")
 def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_memory_mib: int,
-       ssh_port: int, name: str, noise_pct: float, noise_seed: int) -> None:
+       ssh_port: int, name: str, noise_pct: float, noise_seed: int,
+       engine: str) -> None:
     """Start one simulated host in the foreground; prints its host entry as one JSON line when ready."""
     import asyncio
     import json
@@ -42,7 +45,7 @@ def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_m
     async def run() -> None:
         host = SimHost(Path(state_dir) if state_dir else None, scenario=scenario, time_scale=time_scale,
                        gpus=gpus, gpu_memory_mib=gpu_memory_mib, ssh_port=ssh_port, name=name,
-                       noise_pct=noise_pct, noise_seed=noise_seed)
+                       noise_pct=noise_pct, noise_seed=noise_seed, engine=engine)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

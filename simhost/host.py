@@ -1,6 +1,7 @@
 """`SimHost`: one simulated GPU host (state dir, supervisor, SSH server, faults) as an async context.
 
-On enter it lays out `DIR` (`etc/systemd/system/sglang.service`, `models/`, `bin/` tools, the
+On enter it lays out `DIR` (`etc/systemd/system/sglang.service`, or `vllm.service` with
+`engine="vllm"`, `models/`, `bin/` tools, the
 journal, the GPU ledger), starts the control socket, the supervisor and the SSH server
 (`simhost.ssh.start_ssh_server`), applies the scenario, starts the unit and writes
 `DIR/host.json` (= `.info`). On exit it stops everything: the unit's process group, leftover
@@ -31,6 +32,7 @@ from simhost.supervisor import JobFailed, Supervisor
 from simhost.tools.install import install_sglang_shim, install_tools
 
 UNIT = "sglang.service"
+UNITS = {"sglang": UNIT, "vllm": "vllm.service"}
 MODEL = "Qwen3.5-122B-A10B"
 _SLEEPER = ("import ctypes,signal,socket,sys\n"
             "libc=ctypes.CDLL(None)\nlibc.prctl(15,sys.argv[1].encode()[:15],0,0,0)\n"
@@ -51,11 +53,16 @@ def free_port(host: str = "127.0.0.1") -> int:
 class SimHost:
     def __init__(self, dir: Path | None = None, *, scenario: str = "healthy", time_scale: float = 0.01,
                  gpus: int = 4, gpu_memory_mib: int = gpu.DEFAULT_MEMORY_MIB, ssh_port: int = 0,
-                 name: str = "sim-gpu-1", ssh: bool = True, noise_pct: float = 0.0, noise_seed: int = 0) -> None:
+                 name: str = "sim-gpu-1", ssh: bool = True, noise_pct: float = 0.0, noise_seed: int = 0,
+                 engine: str = "sglang") -> None:
+        if engine not in UNITS:
+            raise ValueError(f"unknown engine {engine!r} (one of {', '.join(UNITS)})")
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
         self._given_dir = dir
         self.scenario = scenario
+        self.engine = engine
+        self.unit_name = UNITS[engine]
         self.time_scale = time_scale
         self.gpus = gpus
         self.gpu_memory_mib = gpu_memory_mib
@@ -81,7 +88,7 @@ class SimHost:
 
     @property
     def unit_path(self) -> Path:
-        return self.unit_dir / UNIT
+        return self.unit_dir / self.unit_name
 
     @property
     def server_url(self) -> str:
@@ -131,7 +138,7 @@ class SimHost:
         if SCENARIOS[self.scenario]["start"]:
             await self.supervisor.start()
         self.info = {"name": self.name, "ssh_host": ssh_host, "ssh_port": ssh_port, "user": user,
-                     "client_key": client_key, "known_hosts": known_hosts, "unit": UNIT,
+                     "client_key": client_key, "known_hosts": known_hosts, "unit": self.unit_name,
                      "unit_dir": str(self.unit_dir), "server_url": self.server_url}
         _write_json(root / "host.json", self.info)
 
@@ -154,7 +161,8 @@ class SimHost:
         (model_dir / "config.json").write_text(json.dumps({"architectures": ["Qwen3_5MoeForCausalLM"],
                                                           "model_type": "qwen3_5_moe"}))
         if not self.unit_path.exists() or not old:
-            self.unit_path.write_text(unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port))
+            self.unit_path.write_text(unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port,
+                                                engine=self.engine))
         install_tools(root / "bin")
         install_sglang_shim(root / "lib" / "python")
         gpu.write_shape(root, self.gpus, self.gpu_memory_mib)
@@ -277,13 +285,13 @@ class SimHost:
         sup = self.supervisor
         assert sup is not None
         op = req.get("op")
-        unit = req.get("unit") or UNIT
+        unit = req.get("unit") or self.unit_name
         if op == "fault":
             return {"ok": True, "message": await self.fault(str(req.get("name")))}
         if op == "daemon-reload":
             await sup.daemon_reload()
             return {"ok": True}
-        if unit != UNIT:
+        if unit != self.unit_name:
             if op in ("show", "status"):
                 return {"ok": True, "props": {"Id": unit, "LoadState": "not-found", "ActiveState": "inactive",
                                               "SubState": "dead", "Result": "success", "MainPID": "0"}}

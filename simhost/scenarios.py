@@ -1,5 +1,8 @@
 """Scenarios (`--scenario`) and fault names of the simulated host, and the unit file it starts with.
 
+Every scenario runs SGLang, or vLLM 0.11 with `engine="vllm"` (`vllm_unit_text`: the steps become
+`num_speculative_tokens` in `--speculative-config`).
+
 * `healthy`: steps 3, serving.
 * `seed`: the field notes' story: serving at steps 5; deploy steps 10 (edit ExecStart,
   daemon-reload, restart) and it loads and serves C=1 at 270-293 tok/s, dies of CUDA OOM as soon
@@ -26,7 +29,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 
-def unit_text(steps: int, model_dir: Path, port: int) -> str:
+def unit_text(steps: int, model_dir: Path, port: int, *, engine: str = "sglang") -> str:
+    if engine == "vllm":
+        return vllm_unit_text(steps, model_dir, port)
     return (
         "[Unit]\n"
         "Description=SGLang server (Qwen3.5-122B-A10B)\n"
@@ -41,6 +46,33 @@ def unit_text(steps: int, model_dir: Path, port: int) -> str:
         f"--speculative-algorithm EAGLE --speculative-num-steps {steps} --speculative-eagle-topk 1 "
         f"--speculative-num-draft-tokens {steps + 1} --mem-fraction-static 0.88 "
         f"--host 127.0.0.1 --port {port} --enable-metrics\n"
+        "Restart=always\n"
+        "RestartSec=5\n"
+        "TimeoutStopSec=60\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+def vllm_unit_text(spec_tokens: int, model_dir: Path, port: int) -> str:
+    """The same host served by vLLM 0.11: `vllm serve` with EAGLE-3 speculation in `--speculative-config`."""
+    spec = (f'{{"method": "eagle3", "model": "{model_dir}-eagle3", '
+            f'"num_speculative_tokens": {spec_tokens}}}')
+    return (
+        "[Unit]\n"
+        "Description=vLLM server (Qwen3.5-122B-A10B)\n"
+        "After=network-online.target\n"
+        "Wants=network-online.target\n"
+        "\n"
+        "[Service]\n"
+        "Type=simple\n"
+        "Environment=CUDA_VISIBLE_DEVICES=0,1,2,3\n"
+        f"ExecStart=/opt/vllm/bin/vllm serve {model_dir} \\\n"
+        "    --served-model-name qwen3.5-122b-a10b --tensor-parallel-size 4 --trust-remote-code \\\n"
+        "    --gpu-memory-utilization 0.90 --max-model-len 32768 \\\n"
+        f"    --speculative-config '{spec}' \\\n"
+        f"    --host 127.0.0.1 --port {port}\n"
         "Restart=always\n"
         "RestartSec=5\n"
         "TimeoutStopSec=60\n"

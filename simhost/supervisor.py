@@ -8,7 +8,8 @@ process group then SIGKILL after `TimeoutStopSec=` (KillMode=control-group), a f
 `InvocationID` per start, and the capture of the service's stdout/stderr into the journal under
 its pid. Phases (RestartSec, TimeoutStopSec, the start-limit interval) run `time_scale` times
 real time; `systemctl show` reports the configured values. The unit's `python3 -m
-sglang.launch_server` is mapped to the fake server `simhost.sglang.launch_server`.
+sglang.launch_server` is mapped to the fake server `simhost.sglang.launch_server`; `vllm serve` and
+`python3 -m vllm.entrypoints.openai.api_server` to `simhost.vllm.serve`.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class Supervisor:
         self._started_at = 0.0
         self._ready_at = 0.0
         self._mapped = False
+        self._ident = "python3"
         self._stream_id = ""
         self._titles: dict[int, str] = {}
 
@@ -161,10 +163,19 @@ class Supervisor:
 
     def _map_command(self, argv: list[str]) -> list[str]:
         self._mapped = False
+        self._ident = "python3"
         if len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1:3] == [
                 "-m", "sglang.launch_server"]:
             self._mapped = True
             return [self.python, "-m", "simhost.sglang.launch_server", *argv[3:]]
+        if len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1:3] == [
+                "-m", "vllm.entrypoints.openai.api_server"]:
+            self._mapped = True
+            return [self.python, "-m", "simhost.vllm.serve", *argv[3:]]
+        if len(argv) >= 2 and os.path.basename(argv[0]) == "vllm" and argv[1] == "serve":
+            self._mapped = True
+            self._ident = "vllm"  # the `vllm` console script: journald names it after the executable
+            return [self.python, "-m", "simhost.vllm.serve", *argv[2:]]
         return argv
 
     async def _spawn(self) -> None:
@@ -222,7 +233,7 @@ class Supervisor:
 
     def _emit_service_line(self, pid: int, message: str) -> None:
         comm = procs.comm(pid) if pid else "python3"
-        ident = self.unit.syslog_identifier or ("python3" if self._mapped else os.path.basename(
+        ident = self.unit.syslog_identifier or (self._ident if self._mapped else os.path.basename(
             self.unit.exec_start[0] if self.unit.exec_start else comm))
         self.journal.append({
             "_TRANSPORT": "stdout", "PRIORITY": 6, "SYSLOG_IDENTIFIER": ident, "MESSAGE": message,

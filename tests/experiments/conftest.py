@@ -102,10 +102,12 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     async with AsyncExitStack() as stack:
         async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
                        policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
-                       sim_opts: dict[str, Any] | None = None, via: str = "asyncssh") -> BotUnderTest:
+                       sim_opts: dict[str, Any] | None = None, via: str = "asyncssh",
+                       engine: str = "sglang") -> BotUnderTest:
             """``via="openssh"``: the bot reaches the simulated host through a real OpenSSH sshd instead."""
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
-                                                          time_scale=TIME_SCALE, **(sim_opts or {})))
+                                                          time_scale=TIME_SCALE, engine=engine,
+                                                          **(sim_opts or {})))
             info = dict(sim.info)
             if via == "openssh":
                 sshd = await start_openssh_server(sim.root, env=sim.ssh_env, path_prefix=[sim.root / "bin"])

@@ -1,0 +1,1 @@
+"""The simulated host's fake vLLM 0.11 server (`vllm serve ...`)."""
