@@ -117,14 +117,17 @@ def history(ctx: click.Context, host: str | None, since: str | None, as_json: bo
               type=click.Path(file_okay=False, path_type=Path), help="Write every chart the demo posts here.")
 @click.option("--noise", "noise_pct", default=0.0, show_default=True, type=click.FloatRange(0, 20),
               help="Per-run speed jitter of the simulated server (sd, percent); 0 = off.")
+@click.option("--engine", default="sglang", show_default=True, type=click.Choice(["sglang", "vllm"]),
+              help="The inference server on the simulated host: SGLang 0.5.9 or vLLM 0.11.")
 def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | None, charts_dir: Path,
-         noise_pct: float) -> None:
+         noise_pct: float, engine: str) -> None:
     """Run the whole product locally: a simulated GPU host, SQLite and a console chat."""
     from bot.demo import run_demo
 
     lines = script.read_text().splitlines() if script else None
     code = run_async(run_demo(script_lines=lines, scenario=scenario, time_scale=time_scale, keep=keep,
-                              interactive=sys.stdin.isatty(), files_dir=charts_dir, noise_pct=noise_pct))
+                              interactive=sys.stdin.isatty(), files_dir=charts_dir, noise_pct=noise_pct,
+                              engine=engine))
     sys.exit(code)
 
 

@@ -1,7 +1,8 @@
 """`pitcrew demo`: the whole product locally — a simulated GPU host, SQLite, and a console chat.
 
 Starts a simulated SGLang host (scenario `seed` by default: healthy at 5 steps, and 10 steps
-leads to the field notes' crash loop) in a temporary directory, builds the bot around it exactly
+leads to the field notes' crash loop) — or, with `engine="vllm"`, a simulated vLLM 0.11 host — in a
+temporary directory, builds the bot around it exactly
 as `pitcrew serve` does, and opens the console chat. With `--script FILE` (or when stdin is not a
 terminal) it runs the commands in order, waiting for each one's jobs, confirms its own previews,
 and exits when every job has finished and every incident is settled.
@@ -30,6 +31,11 @@ from bot.settings import load_settings
 BANNER = """[bold]pitcrew demo[/bold] — a simulated GPU host running SGLang under systemd ({scenario}), and this chat.
 Try:  [bold]status[/bold]   ·   [bold]try 4 steps[/bold]   ·   [bold]sweep steps 1..5[/bold]   ·   \
 [bold]try 10 steps[/bold] (the field notes' crash loop)   ·   [bold]help[/bold]
+Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave."""
+BANNER_VLLM = """[bold]pitcrew demo[/bold] — a simulated GPU host running vLLM 0.11 under systemd ({scenario}), \
+and this chat.
+Try:  [bold]status[/bold]   ·   [bold]try 4 spec tokens[/bold]   ·   [bold]sweep spec tokens 2..5[/bold]   ·   \
+[bold]try context 262144[/bold] (a KV cache too small for it)   ·   [bold]help flags[/bold]
 Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave."""
 
 DEMO_BENCH = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 128, "output_len": 128}
@@ -75,7 +81,7 @@ async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, qui
 
 async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale: float, keep: Path | None,
                    interactive: bool, timeout_s: float = 900.0, files_dir: Path | None = Path("pitcrew-demo"),
-                   noise_pct: float = 0.0) -> int:
+                   noise_pct: float = 0.0, engine: str = "sglang") -> int:
     from simhost.host import SimHost
 
     console = Console(highlight=False, width=None if interactive else 160)
@@ -84,9 +90,10 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
         workdir = keep or Path(sync_stack.enter_context(tempfile.TemporaryDirectory(prefix="pitcrew-demo-")))
         workdir.mkdir(parents=True, exist_ok=True)
         async with AsyncExitStack() as stack:
-            console.print(f"starting the simulated host ({scenario}, time scale {time_scale}) …", style="dim")
+            console.print(f"starting the simulated host ({engine}, {scenario}, time scale {time_scale}) …",
+                          style="dim")
             sim = await stack.enter_async_context(SimHost(workdir / "sim", scenario=scenario, time_scale=time_scale,
-                                                          noise_pct=noise_pct))
+                                                          noise_pct=noise_pct, engine=engine))
             settings = demo_settings(workdir, sim.info, time_scale=time_scale)
             core = await build_core(settings, stack, transport=TRANSPORT, time_scale=time_scale)
             view = ConsoleView(console, files_dir=files_dir)
@@ -95,7 +102,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
                                                         stop=stop, wake=core.wake, poll_s=0.1))
             stack.push_async_callback(_stop_task, delivery, stop)
             chat = ConsoleChat(core.router.dispatch, view)
-            console.print(Panel(BANNER.format(scenario=scenario)))
+            console.print(Panel((BANNER_VLLM if engine == "vllm" else BANNER).format(scenario=scenario)))
             if interactive and script_lines is None:
                 return await _interactive(chat, core, stop)
             lines = script_lines if script_lines is not None else [ln async for ln in read_lines(stop)]
