@@ -56,7 +56,10 @@ def unit_text(steps: int, model_dir: Path, port: int, *, engine: str = "sglang")
 
 
 def vllm_unit_text(spec_tokens: int, model_dir: Path, port: int) -> str:
-    """The same host served by vLLM 0.11: `vllm serve` with EAGLE-3 speculation in `--speculative-config`."""
+    """The same host served by vLLM 0.11: `vllm serve` with EAGLE-3 speculation in `--speculative-config`.
+
+    `Restart=always` (vLLM exits 0 when its engine dies, FORMATS.md b.5, so `on-failure` would not
+    restart it) and `RestartSec=30` (a start takes minutes; restarting at once only adds load)."""
     spec = (f'{{"method": "eagle3", "model": "{model_dir}-eagle3", '
             f'"num_speculative_tokens": {spec_tokens}}}')
     return (
@@ -74,7 +77,7 @@ def vllm_unit_text(spec_tokens: int, model_dir: Path, port: int) -> str:
         f"    --speculative-config '{spec}' \\\n"
         f"    --host 127.0.0.1 --port {port}\n"
         "Restart=always\n"
-        "RestartSec=5\n"
+        "RestartSec=30\n"
         "TimeoutStopSec=60\n"
         "\n"
         "[Install]\n"

@@ -20,7 +20,7 @@ from services.errors import DeployFailed, PitcrewError
 from services.experiments.pipeline import Experiments, TrialOutcome, label_for
 from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_samples, measure_noise, signed_pct
 from services.jobs import JobContext, JobProgressed
-from services.units import resolve_flag
+from services.units import flag_label, resolve_flag, unit_engine
 
 MIN_GAIN_PCT = 2.0  # a faster value must be this much faster, with 95 % confidence, to cost KV cache
 
@@ -118,10 +118,11 @@ async def run_sweep(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, A
     values = [str(v) for v in params["values"]]
     levels = tuple(params.get("concurrency") or exp.bench_defaults.concurrency)
     start = await exp.observe_live(ctx)
+    short = flag_label(flag.name, unit_engine(start.text))  # "steps" on SGLang, "spec tokens" on vLLM
     rows: list[dict[str, Any]] = []
     failure: str | None = None
     for i, value in enumerate(values, 1):
-        await exp.bus.publish(JobProgressed(ctx.job.ref(), f"trial {i}/{len(values)}: {flag.short} {value}",
+        await exp.bus.publish(JobProgressed(ctx.job.ref(), f"trial {i}/{len(values)}: {short} {value}",
                                             "", tuple(ctx.steps_done)))
         row: dict[str, Any] = {"value": value, "ok": False, "levels": {}, "capacity": {}, "run_id": None}
         try:
@@ -134,7 +135,7 @@ async def run_sweep(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, A
             row["error"] = e.message
             row.update({"run_id": (e.fields.get("result") or {}).get("run_id")})
             rows.append(row)
-            failure = f"{flag.short} {value}: {e.message}"
+            failure = f"{short} {value}: {e.message}"
             break
     model = str(next((r["model"] for r in rows if r.get("model")), ""))
     repeats = await exp.results.repeats(ctx.job.host, model)
@@ -147,17 +148,17 @@ async def run_sweep(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, A
         live = await exp.observe_live(ctx)
         if end_value != rows[-1]["value"]:
             await exp.trial(ctx, live, {flag.name: end_value}, (min(levels),))
-        left_on = f"left on the best value, {flag.short} {end_value}"
+        left_on = f"left on the best value, {short} {end_value}"
     else:
         await exp.restore(ctx, ops, start, reason="sweep finished" if failure is None else "sweep failed")
         left_on = f"left on the starting configuration (revision {start.id})"
-    result = {"flag": flag.name, "short": flag.short, "values": values, "levels": list(levels), "rows": rows,
+    result = {"flag": flag.name, "short": short, "values": values, "levels": list(levels), "rows": rows,
               "best": best, "criterion": why, "left_on": left_on, "failure": failure,
               "start_revision": start.id, "noise_pct": measure_noise(repeats, min(levels)).sd_pct,
               **choice.to_json()}
     if failure is not None:
         raise DeployFailed(f"sweep stopped at {failure}; {left_on}", result=result)
-    return f"sweep {flag.short} {values[0]}..{values[-1]}: best {best} ({left_on})", result
+    return f"sweep {short} {values[0]}..{values[-1]}: best {best} ({left_on})", result
 
 
 def _row(o: TrialOutcome) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from services.units.engine_flags import (
 )
 from services.units.engines import ENGINES, Engine, detect_engine, engine_display, engine_version, unit_engine
 from services.units.flags import FlagDef, FlagPlan, check_plain, format_change, parse_value
-from services.units.labels import changes_label, config_label, format_label_value
+from services.units.labels import changes_label, config_label, flag_label, format_label_value
 from services.units.revisions import Revision, Revisions
 from services.units.service_env import service_environment, service_user
 
@@ -57,6 +57,7 @@ __all__ = [
     "engine_of",
     "engine_version",
     "flag_help_lines",
+    "flag_label",
     "format_change",
     "format_label_value",
     "get_flag",

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.units.engine_flags import KNOBS, SCHEMAS, knob_of, resolve_flag, schema_engine
+from services.units.engine_flags import KNOBS, SCHEMAS, engine_flag, knob_of, resolve_flag, schema_engine
 from services.units.flags import FlagDef
 from services.units.vllm_flags import FLAGS as VLLM_FLAGS
 
-__all__ = ["NO_CHANGE", "changes_label", "config_label", "format_label_value"]
+__all__ = ["NO_CHANGE", "changes_label", "config_label", "flag_label", "format_label_value"]
 
 NO_CHANGE = "current config"
 SEP = " · "
@@ -46,6 +46,12 @@ def _name(flag: str, engine: str) -> str:
         return knob.label(engine)
     fdef = SCHEMAS[engine].lookup(flag)
     return fdef.short if fdef is not None else flag.lstrip("-")
+
+
+def flag_label(word: str, engine: str) -> str:
+    """How labels name the flag ``word`` means on ``engine`` ("steps" on SGLang, "spec tokens" on vLLM)."""
+    schema = "vllm" if engine == "vllm" else "sglang"
+    return _name(engine_flag(word, schema).name, schema)
 
 
 def config_label(argv: Sequence[str], baseline: Sequence[str] | None = None) -> str:

@@ -127,6 +127,12 @@ class Server:
         gpu.hold(self.root, self.core.pid, TITLE, {r: mib for r in range(self.tp)},
                  {r: util_pct for r in range(self.tp)}, invocation=self.invocation)
 
+    def kill_core(self) -> None:
+        """SIGKILL the EngineCore; its GPU memory is free at once (a dead process holds none, even as a zombie)."""
+        if self.core.pid:
+            gpu.release(self.root, self.core.pid)
+        self.core.kill()
+
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds * self.scale)
 
@@ -144,7 +150,7 @@ class Server:
         self.core_out(f"Process {CORE_NAME}:\nTraceback (most recent call last):\n"
                       '  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap\n'
                       f"    self.run()\n{error}")
-        self.core.kill()
+        self.kill_core()
         self.api("Traceback (most recent call last):\n"
                  '  File "/opt/vllm/bin/vllm", line 10, in <module>\n    sys.exit(main())\n'
                  '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/engine/utils.py", line 857, in '
@@ -172,7 +178,7 @@ class Server:
                       f"{max(0.25, need):.2f} GiB. GPU 0 has a total capacity of {self.total_gib:.2f} GiB of which "
                       f"{max(0.0, self.total_gib - used) * 1024:.2f} MiB is free. Including non-PyTorch memory, this "
                       f"process has {used:.2f} GiB memory in use.", level="ERROR")
-        self.core.kill()
+        self.kill_core()
         self.api_log("async_llm.py:480", "AsyncLLM output_handler failed.\nTraceback (most recent call last):\n"
                      "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack "
                      "trace (above) for the root cause.", level="ERROR")
@@ -187,7 +193,7 @@ class Server:
         for msg in ("Shutting down", "Waiting for application shutdown.", "Application shutdown complete.",
                     f"Finished server process [{os.getpid()}]"):
             self.uvicorn(msg)
-        self.core.kill()
+        self.kill_core()
         sys.stdout.flush()
         os._exit(0)
 
@@ -260,7 +266,7 @@ class Server:
                      '  File "/opt/vllm/lib/python3.12/site-packages/vllm/entrypoints/openai/api_server.py", '
                      "line 1866, in create_server_socket\n    sock.bind(addr)\n"
                      f"OSError: [Errno {exc.errno or 98}] Address already in use")
-            self.core.kill()
+            self.kill_core()
             sys.stdout.flush()
             os._exit(1)
         await self.startup()
@@ -411,7 +417,7 @@ def main(argv: list[str]) -> int:
     try:
         asyncio.run(server.run())
     finally:
-        server.core.kill()
+        server.kill_core()
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from services.units import read_exec_start, unit_engine
@@ -61,7 +62,7 @@ async def test_a_max_model_len_the_kv_cache_cannot_hold_is_diagnosed_and_rolled_
     assert job.state == "failed"
     result = job.result or {}
     diagnosis = result.get("diagnosis") or {}
-    assert diagnosis.get("cause") == "kv_cache_oom", diagnosis
+    assert diagnosis.get("cause") == "kv_cache_oom", json.dumps(diagnosis, indent=1)[:6000]
     assert result.get("rolled_back_to") is not None
     assert bot.unit_text() == before
     await bot.sim.wait_ready(30)
@@ -73,3 +74,18 @@ async def test_a_flag_vllm_does_not_have_is_refused_before_anything_changes(make
     reply = await bot.say("try topk 2")
     assert "vLLM, which has no --speculative-eagle-topk" in reply.text
     assert bot.unit_text() == before
+
+
+async def test_a_sweep_of_spec_tokens_on_vllm_reads_in_vllms_words(make_bot) -> None:
+    bench = {"concurrency": [1], "requests_per_level": 4, "warmup": 1, "input_len": 32, "output_len": 96}
+    bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"}, engine="vllm")
+    reply = await bot.say("sweep steps 2,4")  # the SGLang word names the same knob
+    job = await bot.wait_job(int(re.search(r"Job (\d+)", reply.text).group(1)), timeout=240)
+    assert job.state == "succeeded", job.summary
+    (summary,) = bot.messages(lambda d: d.key == f"job:{job.id}:sweep")
+    table = summary.reply.tables[0]
+    assert table.columns[0] == "spec tokens" and [r[0] for r in table.rows] == ["2", "4"]
+    assert "best *4*" in summary.reply.text
+    assert '"num_speculative_tokens": 4}' in bot.unit_text()
+    labels = [r.label for r in await bot.core.results.recent(bot.sim.info["name"], 5)]
+    assert "spec tokens 4" in labels and "spec tokens 2" in labels
