@@ -12,11 +12,13 @@ from services.diagnosis import parse_evidence, split_sections, unit_own_pids
 from services.errors import HostError, PitcrewError
 from services.experiments.preflight import FAIL, MARK, OK, WARN, Check
 from services.hosts import Host
-from services.units import get_flag, service_environment, service_user
+from services.units import detect_engine, get_flag, service_environment, service_user
 
 DISK_FAIL_MIB = 1024
 DISK_WARN_MIB = 5 * 1024
 SGLANG_DEFAULT_PORT = 30000
+VLLM_DEFAULT_PORT = 8000
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # vLLM 0.11 CacheConfig; vLLM refuses to start below it (FORMATS b.4)
 
 _HOST_PARTS = (
     'u="$1"; t="${2:-1.5}"; usr="$3"; d=$(mktemp -d 2>/dev/null || echo /tmp/pitcrew-pf-$$); mkdir -p "$d"',
@@ -59,6 +61,19 @@ def _argv_value(argv: Sequence[str], *names: str) -> str | None:
     return None
 
 
+def _model(argv: Sequence[str], engine: str) -> str:
+    """The model the unit serves: SGLang's ``--model-path``; vLLM's ``vllm serve MODEL`` or ``--model``."""
+    found = _argv_value(argv, "--model-path", "--model")
+    if found is not None or engine != "vllm":
+        return found or ""
+    words = list(argv)
+    if "serve" in words:
+        i = words.index("serve") + 1
+        if i < len(words) and not words[i].startswith("-"):
+            return words[i]
+    return ""
+
+
 def _is_local(path: str) -> bool:
     return path.startswith("/") or path.startswith("./") or path.startswith("~")
 
@@ -73,7 +88,8 @@ def _visible_gpus(env: dict[str, str]) -> list[str] | None:
 async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str], *,
                      timeout_s: float = 4.0) -> list[Check]:
     """One SSH exec: paths, port, disk, GPUs and memory not owned by the unit."""
-    model = _argv_value(argv, "--model-path", "--model") or ""
+    engine = detect_engine(argv)
+    model = _model(argv, engine)
     tokenizer = _argv_value(argv, "--tokenizer-path") or ""
     user = service_user(unit_text) or ""
     log_dir = "/var/log"
@@ -87,14 +103,14 @@ async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str],
     evidence = parse_evidence(res.stdout)
     own = unit_own_pids(evidence)
     checks: list[Check] = []
-    checks.extend(_path_checks(model, tokenizer, sections.get("paths", ""), user))
-    checks.append(_port_check(argv, evidence, own, unit))
+    checks.extend(_path_checks(model, tokenizer, sections.get("paths", ""), user, engine))
+    checks.append(_port_check(argv, evidence, own, unit, engine))
     checks.append(_disk_check(sections.get("disk", ""), log_dir))
     checks.extend(_gpu_checks(argv, unit_text, sections, own))
     return checks
 
 
-def _path_checks(model: str, tokenizer: str, text: str, user: str) -> list[Check]:
+def _path_checks(model: str, tokenizer: str, text: str, user: str, engine: str = "sglang") -> list[Check]:
     rows = {}
     for line in text.splitlines():
         parts = line.split("\t")
@@ -105,7 +121,8 @@ def _path_checks(model: str, tokenizer: str, text: str, user: str) -> list[Check
     for what, path in (("model path", model), ("tokenizer path", tokenizer)):
         if not path:
             if what == "model path":
-                out.append(Check(FAIL, "model path: ExecStart= gives no --model-path"))
+                out.append(Check(FAIL, "model path: ExecStart= gives no model (vllm serve MODEL or --model)"
+                                 if engine == "vllm" else "model path: ExecStart= gives no --model-path"))
             continue
         if not _is_local(path):
             out.append(Check(OK, f"{what}: {path} is a hub name (downloaded at start, not checked)"))
@@ -122,8 +139,10 @@ def _path_checks(model: str, tokenizer: str, text: str, user: str) -> list[Check
     return out
 
 
-def _port_check(argv: Sequence[str], evidence: dict[str, Any], own: set[int], unit: str) -> Check:
-    port_s = _argv_value(argv, "--port") or str(SGLANG_DEFAULT_PORT)
+def _port_check(argv: Sequence[str], evidence: dict[str, Any], own: set[int], unit: str,
+                engine: str = "sglang") -> Check:
+    default = VLLM_DEFAULT_PORT if engine == "vllm" else SGLANG_DEFAULT_PORT
+    port_s = _argv_value(argv, "--port") or str(default)
     if not port_s.isdigit():
         return Check(WARN, f"port: {port_s} is not a number (the flag check says more)")
     port = int(port_s)
@@ -198,8 +217,11 @@ def _foreign_use(sections: dict[str, str], gpus: Gpus, own: set[int]) -> dict[st
 
 def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
                    others: dict[str, list[tuple[int, int]]]) -> list[Check]:
-    """Does the new mem-fraction fit next to the memory other processes hold? The worst GPU decides."""
-    frac_s = _argv_value(argv, "--mem-fraction-static")
+    """Does the new mem-fraction (vLLM: gpu-memory-utilization) fit next to the memory other processes hold?
+    The worst GPU decides."""
+    vllm = detect_engine(argv) == "vllm"
+    mem_name = "gpu-memory-utilization" if vllm else "mem-fraction-static"
+    frac_s = _argv_value(argv, f"--{mem_name}") or (str(VLLM_DEFAULT_GPU_MEMORY_UTILIZATION) if vllm else None)
     try:
         frac = float(frac_s) if frac_s is not None else None
     except ValueError:
@@ -216,11 +238,11 @@ def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
         g, held, need, total = worst
         pids = ", ".join(f"pid {p} ({m:,} MiB)" for p, m in others.get(g, []))
         return [Check(FAIL, f"GPU {g}: {held:,} MiB held by processes that are not the unit's ({pids}); "
-                            f"mem-fraction-static {frac} needs {need:,} of its {total:,} MiB")]
+                            f"{mem_name} {frac} needs {need:,} of its {total:,} MiB")]
     if not present:
         return []
     held_any = {g: sum(m for _, m in others.get(g, [])) for g in present}
-    what = f"mem-fraction-static {frac}" if frac is not None else "the engine's default mem-fraction"
+    what = f"{mem_name} {frac}" if frac is not None else "the engine's default mem-fraction"
     if any(held_any.values()):
         worst_g = max(held_any, key=lambda k: held_any[k])
         return [Check(WARN, f"GPU {worst_g}: {held_any[worst_g]:,} MiB held by other processes; {what} still fits")]

@@ -77,8 +77,8 @@ def best_value(rows: list[dict[str, Any]], level: int, noise: RunNoise, *,
     if rivals:
         rival = top if best != top else max(rivals, key=lambda v: med[v])
         if kv(best) > kv(rival):
-            cheaper = "uses fewer draft tokens and leaves" if ("step" in flag_short or "draft" in flag_short) \
-                else "leaves"
+            drafts = any(w in flag_short for w in ("step", "draft", "spec tokens"))
+            cheaper = "uses fewer draft tokens and leaves" if drafts else "leaves"
             cap_b, cap_r = by_value[best].get("capacity", {}), by_value[rival].get("capacity", {})
             detail = f"{kv(best):,} vs {kv(rival):,} KV tokens"
             if cap_b.get("max_running_requests") and cap_r.get("max_running_requests"):
@@ -140,7 +140,7 @@ async def run_sweep(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, A
     model = str(next((r["model"] for r in rows if r.get("model")), ""))
     repeats = await exp.results.repeats(ctx.job.host, model)
     choice = await asyncio.to_thread(best_value, rows, min(levels), measure_noise(repeats, min(levels)),
-                                     flag_short=flag.short)
+                                     flag_short=short)
     best, why = choice.best, choice.why
     end_value = best if (exp.policy.sweep_end == "best" and best is not None and failure is None) else None
     ops = exp.ops(ctx.job.host)

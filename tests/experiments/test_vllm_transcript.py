@@ -82,9 +82,9 @@ async def test_a_sweep_of_spec_tokens_on_vllm_reads_in_vllms_words(make_bot) -> 
     reply = await bot.say("sweep steps 2,4")  # the SGLang word names the same knob
     job = await bot.wait_job(int(re.search(r"Job (\d+)", reply.text).group(1)), timeout=240)
     assert job.state == "succeeded", job.summary
-    (summary,) = bot.messages(lambda d: d.key == f"job:{job.id}:sweep")
+    (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:sweep")
     table = summary.reply.tables[0]
-    assert table.columns[0] == "spec tokens" and [r[0] for r in table.rows] == ["2", "4"]
+    assert table.columns[0] == "spec tokens" and [r[0].split()[0] for r in table.rows] == ["2", "4"]
     assert "best *4*" in summary.reply.text
     assert '"num_speculative_tokens": 4}' in bot.unit_text()
     labels = [r.label for r in await bot.core.results.recent(bot.sim.info["name"], 5)]
