@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.units import get_flag
+from services.units import SCHEMAS, get_flag, schema_engine
 
 # SGLang resets max_running_requests to 48 for speculative decoding unless it is given (ServerArgs 0.5.9)
 SPEC_MAX_RUNNING = 48
@@ -71,7 +71,10 @@ def _num(v: str | None, kind: type) -> Any:
 
 
 def config_point(argv: Sequence[str], capacity: dict[str, Any] | None = None, label: str = "") -> CapacityPoint:
-    """The forecast features of an ExecStart argv (SGLang's defaults and topk-1 coupling applied)."""
+    """The forecast features of an ExecStart argv (SGLang's defaults and topk-1 coupling applied; on a vLLM
+    unit the same knobs from vLLM's flags: spec tokens + 1 draft tokens, gpu-memory-utilization, max-model-len)."""
+    if schema_engine(argv) == "vllm":
+        return _vllm_point(argv, capacity or {}, label)
     algo = get_flag(argv, "--speculative-algorithm")
     steps = _num(get_flag(argv, "--speculative-num-steps"), int)
     topk = _num(get_flag(argv, "--speculative-eagle-topk"), int) or 1
@@ -90,6 +93,19 @@ def config_point(argv: Sequence[str], capacity: dict[str, Any] | None = None, la
                          max_running=int(mrr) if isinstance(mrr, int) else None,
                          explicit_max_running=_num(get_flag(argv, "--max-running-requests"), int),
                          label=label or (f"steps {steps}" if algo is not None else "no speculation"))
+
+
+def _vllm_point(argv: Sequence[str], cap: dict[str, Any], label: str) -> CapacityPoint:
+    values = SCHEMAS["vllm"].values(argv)
+    k = _num(values.get("--num-speculative-tokens"), int)
+    tokens, mrr = cap.get("max_total_num_tokens"), cap.get("max_running_requests")
+    return CapacityPoint(draft_tokens=(k + 1) if k else 1,
+                         mem_fraction=_num(values.get("--gpu-memory-utilization"), float),
+                         context_length=_num(values.get("--max-model-len"), int),
+                         tokens=int(tokens) if isinstance(tokens, int) else None,
+                         max_running=int(mrr) if isinstance(mrr, int) else None,
+                         explicit_max_running=_num(values.get("--max-num-seqs"), int),
+                         label=label or (f"spec tokens {k}" if k else "no speculation"))
 
 
 def _fit(points: Sequence[CapacityPoint]) -> tuple[float, float]:
