@@ -51,9 +51,11 @@ from services.units import (
     config_label,
     format_change,
     get_flag,
+    knob_of,
     lookup_flag,
     read_exec_start,
     rewrite_exec_start,
+    schema_engine,
     unit_engine,
 )
 
@@ -598,9 +600,14 @@ def _capacity_json(ready: ReadyReport | None, engine: str) -> dict[str, Any]:
 def with_flags(argv: tuple[str, ...], changes: dict[str, str]) -> tuple[str, ...]:
     """``argv`` with each changed flag set as typed (for the engine's parser to judge values pitcrew refuses)."""
     names = {}
+    engine = schema_engine(argv)
     for word, value in changes.items():
         fdef = lookup_flag(word)
-        names[fdef.name if fdef else word if word.startswith("--") else f"--{word}"] = value
+        knob = knob_of(fdef.name) if fdef else None
+        name = knob.flag(engine) if knob else fdef.name if fdef else word if word.startswith("--") else f"--{word}"
+        if name == "--num-speculative-tokens" and get_flag(argv, name) is None:
+            continue  # vLLM's spec tokens live in --speculative-config: not a flag its parser would see
+        names[name] = value
     out: list[str] = []
     i = 0
     while i < len(argv):
