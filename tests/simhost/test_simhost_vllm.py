@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import httpx
-from simhost_testutil import SCALE, journal, sh, wait_for
+from simhost_kit import SCALE, journal, sh, wait_for
 
 from services.journal import CapacityReader, is_ready_line, parse_entry, parse_vllm_spec
 from services.units import engine_version
