@@ -1,7 +1,7 @@
 """unit revisions record the engine their ExecStart= launches
 
-Revision ID: 0003_revision_engine
-Revises: 0002_bench_noise
+Revision ID: 0004_revision_engine
+Revises: 0003
 Create Date: 2026-12-01 21:20:00
 """
 from collections.abc import Sequence
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0003_revision_engine'
-down_revision: str | None = '0002_bench_noise'
+revision: str = '0004_revision_engine'
+down_revision: str | None = '0003'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
