@@ -5,11 +5,16 @@ subscriber of the event's type in order. A subscriber that raises is retried (a 
 failures are a database or a chat service briefly away); one that still fails does not stop the
 others or the publisher, and is never dropped silently: it is logged as an error and handed to the
 bus's `on_failure` hook, which the composition root points at the audit log.
+
+Each subscriber runs in a context of its own (an empty `contextvars.Context`), not the publisher's: a job that
+publishes while it holds its host's lease must not lend that lease's guard (`services.hosts.fence`) to a
+subscriber, nor to the tasks a subscriber starts (a Home-tab refresh reading the host after the job ended).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -42,7 +47,7 @@ class EventBus:
         name = getattr(handler, "__qualname__", repr(handler))
         for attempt, delay in enumerate((*self.retry_delays_s, None)):
             try:
-                await handler(event)
+                await asyncio.get_running_loop().create_task(_call(handler, event), context=contextvars.Context())
                 return
             except Exception as e:
                 if delay is not None:
@@ -59,3 +64,7 @@ class EventBus:
                     except Exception as hook_error:
                         log.error("could not record the failed %s for %s either (%s)", type(event).__name__,
                                   name, type(hook_error).__name__)
+
+
+async def _call(handler: Handler, event: object) -> None:
+    await handler(event)
