@@ -4,14 +4,8 @@ benchmark results they compare against.
 The names below are the package's public API: other packages import only these."""
 
 from services.experiments.dispatch import host_recovery, job_pipeline
-from services.experiments.pipeline import (
-    BenchDefaults,
-    ExperimentPolicy,
-    Experiments,
-    Preview,
-    TrialOutcome,
-    label_for,
-)
+from services.experiments.pipeline import Experiments
+from services.experiments.plans import BenchDefaults, ExperimentPolicy, Preview, TrialOutcome, label_for
 from services.experiments.results import LevelFigures, Results, RunSummary, pct
 from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_runs, signed_pct
 

@@ -13,31 +13,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from services.bench import BenchSpec, run_benchmark_isolated
-from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
-from services.errors import BenchmarkError, DeployFailed, JobCancelled, PitcrewError, UnitError, UserInputError
+from services.errors import BenchmarkError, DeployFailed, JobCancelled
 from services.events import EventBus
-from services.experiments.forecast import CapacityPoint, Forecast, config_point, forecast, forecast_error
-from services.experiments.host_checks import check_host
-from services.experiments.preflight import (
-    FAIL,
-    OK,
-    PREVIEW_FLAG_WAIT_S,
-    WARN,
-    Check,
-    EngineFlagCache,
-    PreflightReport,
-    check_flags,
+from services.experiments.forecast import forecast_error
+from services.experiments.plans import (
+    BenchDefaults,
+    ExperimentPolicy,
+    RestartNotices,
+    TrialOutcome,
+    capacity_json,
 )
+from services.experiments.preflight import (
+    EngineFlagCache,
+)
+from services.experiments.previews import Previews
 from services.experiments.ramp import ramp
 from services.experiments.results import Results, RunSummary
 from services.experiments.verdicts import verdict
-from services.hosts import Host, HostPool, check_guard, fenced
+from services.hosts import HostPool, check_guard
 from services.jobs import JobContext, JobProgressed, JobResultsReady
-from services.store import AuditActor, AuditLog, AuditQuery
+from services.store import AuditActor, AuditLog
 from services.units import (
     FlagPlan,
     ReadyReport,
@@ -47,90 +45,17 @@ from services.units import (
     UnitOps,
     UnitState,
     apply_changes,
-    changes_label,
     config_label,
     format_change,
-    get_flag,
-    knob_of,
-    lookup_flag,
     read_exec_start,
     rewrite_exec_start,
-    schema_engine,
     unit_engine,
 )
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ExperimentPolicy:
-    """Plain policy values the composition root passes down."""
-
-    auto_rollback: bool = True
-    kill_stale_automatically: bool = False
-    ready_timeout_s: float = 900.0
-    stop_timeout_s: float = 180.0
-    sweep_end: str = "best"  # "best" or "start"
-    time_scale: float = 1.0
-    ramp: bool = True  # after a start, load up to the top benchmark level in steps before the benchmark
-    ramp_tokens: int = 64
-
-
-@dataclass(frozen=True)
-class BenchDefaults:
-    concurrency: tuple[int, ...] = (1, 4, 16)
-    requests_per_level: int = 32
-    warmup: int = 2
-    input_len: int = 256
-    output_len: int = 256
-    max_duration_s: float = 1800.0
-
-
-@dataclass(frozen=True)
-class Preview:
-    host: str
-    unit_path: str
-    diff: tuple[str, ...]
-    notes: tuple[str, ...]
-    changed: bool
-    checks: tuple[str, ...] = ()  # preflight lines (✓ / ⚠ / ✗)
-    refused: bool = False  # a ✗: the configuration cannot start; nothing may be changed
-    forecast: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"host": self.host, "unit_path": self.unit_path, "diff": list(self.diff),
-                "notes": list(self.notes), "changed": self.changed, "checks": list(self.checks),
-                "refused": self.refused, "forecast": self.forecast}
-
-
-@dataclass
-class TrialOutcome:
-    """What one deploy-and-benchmark produced."""
-
-    label: str
-    run: RunSummary | None = None
-    previous: RunSummary | None = None
-    verdict: str = ""
-    capacity: dict[str, Any] = field(default_factory=dict)
-    crashed_at: int | None = None
-    revision_after: int | None = None
-    forecast: dict[str, Any] | None = None  # the capacity forecast and its error against the logged capacity
-
-
-def label_for(changes: dict[str, str]) -> str:
-    """What a try asked for, in words (`services.units.changes_label`): ``steps 4 · mem 0.85``."""
-    return changes_label(changes)
-
-
-class RestartNotices(Protocol):
-    """Tells the incident watch which failures are pitcrew's own (a deploy's stop and start)."""
-
-    def expect(self, host: str, kind: str, *, until: float) -> None: ...
-
-    def clear_expected(self, host: str) -> None: ...
-
-
-class Experiments:
+class Experiments(Previews):
     """The pipelines behind try, bench, rollback and kill-stale jobs."""
 
     def __init__(self, *, hosts: HostPool, revisions: Revisions, results: Results, audit: AuditLog,
@@ -145,114 +70,7 @@ class Experiments:
         self.bench_defaults = bench
         self.notices = notices
         self.engine_flags = EngineFlagCache()
-
-    def ops(self, host: str) -> UnitOps:
-        return UnitOps(self.host(host), time_scale=self.policy.time_scale)
-
-    def host(self, name: str) -> Host:
-        """The host, with every action behind the running job's fence (see `services.hosts.fence`)."""
-        return fenced(self.hosts.get(name))
-
-    async def describe_host(self, host: str) -> str:
-        """What is live on `host` now: unit state and the recorded revision it runs (for interrupted jobs)."""
-        ops = self.ops(host)
-        st = await ops.state()
-        text = await ops.read_unit()
-        rev = await self.revisions.observe(host, ops.unit, text)
-        label = config_label(read_exec_start(text).argv, await self.baseline_argv(host, ops.unit))
-        return (f"{ops.unit} is {st.active_state}/{st.sub_state} (restarts {st.n_restarts}) on revision {rev.id} "
-                f"({label}); nothing was re-run")
-
-    async def baseline_argv(self, host: str, unit: str) -> tuple[str, ...] | None:
-        """The ExecStart= words of the host's baseline revision (the first pitcrew recorded), for labels."""
-        base = await self.revisions.baseline(host, unit)
-        if base is None:
-            return None
-        try:
-            return read_exec_start(base.text).argv
-        except UnitError:
-            return None
-
-    # ---- previews ---------------------------------------------------------------------------
-    async def preview(self, host: str, changes: dict[str, str], *,
-                      levels: tuple[int, ...] | None = None) -> Preview:
-        """The flag diff and the preflight (engine flags, host, capacity forecast); nothing on the host changes."""
-        ops = self.ops(host)
-        text = await ops.read_unit()
-        argv = read_exec_start(text).argv
-        try:
-            plan = apply_changes(argv, changes)
-        except UserInputError:
-            # pitcrew's schema refuses it; when the engine's own parser does too, its wording is the answer
-            checks = await check_flags(self.engine_flags, ops.host, with_flags(argv, changes),
-                                       wait_s=PREVIEW_FLAG_WAIT_S)
-            if any(c.status == FAIL for c in checks):
-                diff = tuple(f"{k} {get_flag(argv, k) or '(unset)'} -> {v}" for k, v in changes.items())
-                return Preview(host, ops.unit_path, diff, (), True, tuple(c.line() for c in checks), refused=True)
-            raise
-        diff = tuple(format_change(c) for c in plan.diff)
-        if not plan.changed:
-            return Preview(host, ops.unit_path, diff, plan.notes, False)
-        report = await self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency)
-        return Preview(host, ops.unit_path, diff, plan.notes, plan.changed, report.lines(), report.refused,
-                       report.forecast)
-
-    async def preflight(self, ops: UnitOps, text: str, new_argv: tuple[str, ...],
-                        levels: tuple[int, ...]) -> PreflightReport:
-        """Flags by the engine's parser, host checks (one exec each, concurrently) and the capacity forecast."""
-        t0 = time.monotonic()
-        flags, hostc, fc = await asyncio.gather(
-            check_flags(self.engine_flags, ops.host, new_argv, wait_s=PREVIEW_FLAG_WAIT_S),
-            check_host(ops.host, ops.unit, text, new_argv),
-            self.forecast_for(ops.spec.name, new_argv))
-        report = PreflightReport(checks=[*flags, *hostc])
-        if fc is not None:
-            report.forecast = fc.to_json()
-            top = max(levels) if levels else 0
-            low = fc.max_running is not None and fc.max_running < top
-            status = WARN if (fc.extrapolated or low or fc.notes) else OK
-            report.checks.append(Check(status, fc.line()))
-            report.checks.extend(Check(WARN, n) for n in fc.notes)
-            if low:
-                report.checks.append(Check(WARN, f"forecast max running requests ~{fc.max_running} is below the "
-                                                 f"benchmark's highest concurrency {top}: requests will queue"))
-        else:
-            report.checks.append(Check(WARN, "forecast: no recorded start on this host to forecast from"))
-        report.seconds = time.monotonic() - t0
-        return report
-
-    async def preflight_gate(self, ctx: JobContext, ops: UnitOps, before: Revision,
-                             new_argv: tuple[str, ...]) -> None:
-        """Right before a deploy (the host may have changed since the preview; sweeps have no per-value preview):
-        the engine's flag check and the host checks again; a ✗ fails the trial with the host untouched."""
-        async with ctx.step("preflight") as d:
-            checks = [*await check_flags(self.engine_flags, ops.host, new_argv),
-                      *await check_host(ops.host, ops.unit, before.text, new_argv)]
-            d["checks"] = [c.line() for c in checks]
-        failed = [c.text for c in checks if c.status == FAIL]
-        if failed:
-            raise DeployFailed(f"preflight refused the new configuration on {ctx.job.host}: {'; '.join(failed)}. "
-                               "Nothing on the host was changed.",
-                               result={"preflight": [c.line() for c in checks], "host_untouched": True})
-
-    async def capacity_history(self, host: str, limit: int = 60) -> list[CapacityPoint]:
-        """This host's recorded configurations with the capacity their start logged (oldest first)."""
-        points: list[CapacityPoint] = []
-        texts: dict[int, str] = {}
-        for run in reversed(await self.results.recent(host, limit)):
-            if not run.capacity or run.revision_id is None:
-                continue
-            if run.revision_id not in texts:
-                try:
-                    texts[run.revision_id] = (await self.revisions.get(run.revision_id)).text
-                except PitcrewError:
-                    continue
-            argv = read_exec_start(texts[run.revision_id]).argv
-            points.append(config_point(argv, run.capacity, label=config_label(argv)))
-        return points
-
-    async def forecast_for(self, host: str, argv: tuple[str, ...]) -> Forecast | None:
-        return forecast(config_point(argv, label=config_label(argv)), await self.capacity_history(host))
+        self.time_scale = policy.time_scale
 
     async def progress(self, ctx: JobContext, phase: str, detail: str = "") -> None:
         await self.bus.publish(JobProgressed(ctx.job.ref(), phase, detail, tuple(ctx.steps_done)))
@@ -328,7 +146,7 @@ class Experiments:
                 await self.restore(ctx, ops, before, reason="cancelled")
                 raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {before.id}") \
                     from None
-            outcome.capacity = _capacity_json(ready, unit_engine(new_text))
+            outcome.capacity = capacity_json(ready, unit_engine(new_text))
             if predicted is not None and outcome.capacity:
                 outcome.forecast = {**predicted.to_json(),
                                     "error": forecast_error(predicted.to_json(), outcome.capacity)}
@@ -465,7 +283,7 @@ class Experiments:
                                              progress=lambda p: self.progress(ctx, p))
             d["seconds"] = round(ready.seconds, 2)
             d["ready_line_s"] = ready.ready_line_seconds
-            d["capacity"] = _capacity_json(ready, unit_engine(text))
+            d["capacity"] = capacity_json(ready, unit_engine(text))
         return ready
 
     async def benchmark(self, ctx: JobContext, ops: UnitOps, levels: tuple[int, ...], *, label: str,
@@ -570,54 +388,3 @@ class Experiments:
             err.fields.setdefault("result", {}).update(
                 {"diagnosis": diag.to_json(), "rolled_back_to": err_fields.get("rolled_back_to"),
                  "rollback_failed": err_fields.get("rollback_failed")})
-
-    async def diagnose_now(self, ctx: JobContext, ops: UnitOps) -> Diagnosis:
-        entries = await ops.recent_entries(400)
-        side = await gather_side_evidence(ops.host, ops.unit)
-        actions = await self.audit.query(AuditQuery(host=ctx.job.host, newest_first=True, limit=50,
-                                                    actions=("deploy", "start", "stop", "restart", "rollback",
-                                                             "kill")))
-        side["actions"] = [{"at": a.at.isoformat(), "who": a.actor_name or a.actor_id, "action": a.action,
-                            "detail": str(a.detail.get("changes") or a.detail)} for a in reversed(actions)]
-        return diagnose(entries, SideEvidence.from_json(side), unit=ops.unit)
-
-    # ---- bench, rollback, kill-stale -------------------------------------------------------------
-def _capacity_json(ready: ReadyReport | None, engine: str) -> dict[str, Any]:
-    if ready is None:
-        return {}
-    out: dict[str, Any] = {"engine": engine}
-    if ready.engine_version:
-        out["engine_version"] = ready.engine_version
-    if ready.capacity is None:
-        return out
-    c = ready.capacity
-    vllm = {"max_concurrency": c.max_concurrency, "concurrency_tokens": c.concurrency_tokens,
-            "kv_cache_gib": c.kv_cache_gib} if engine == "vllm" else {}
-    return {"max_total_num_tokens": c.max_total_num_tokens, "max_running_requests": c.max_running_requests,
-            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb, **vllm, **out}
-
-
-def with_flags(argv: tuple[str, ...], changes: dict[str, str]) -> tuple[str, ...]:
-    """``argv`` with each changed flag set as typed (for the engine's parser to judge values pitcrew refuses)."""
-    names = {}
-    engine = schema_engine(argv)
-    for word, value in changes.items():
-        fdef = lookup_flag(word)
-        knob = knob_of(fdef.name) if fdef else None
-        name = knob.flag(engine) if knob else fdef.name if fdef else word if word.startswith("--") else f"--{word}"
-        if name == "--num-speculative-tokens" and get_flag(argv, name) is None:
-            continue  # vLLM's spec tokens live in --speculative-config: not a flag its parser would see
-        names[name] = value
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        w = argv[i]
-        name = w.partition("=")[0]
-        if name in names and i > 0:
-            i += 1 if "=" in w or i + 1 >= len(argv) or argv[i + 1].startswith("--") else 2
-            continue
-        out.append(w)
-        i += 1
-    for name, value in names.items():
-        out.extend([name] if value == "true" else [name, value])
-    return tuple(out)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.errors import DeployFailed, PitcrewError
-from services.experiments.pipeline import Experiments, TrialOutcome, label_for
+from services.experiments.pipeline import Experiments
+from services.experiments.plans import TrialOutcome, label_for
 from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_samples, measure_noise, signed_pct
 from services.jobs import JobContext, JobProgressed
 from services.units import flag_label, resolve_flag, unit_engine

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.experiments.forecast import config_point
-from services.experiments.pipeline import with_flags
+from services.experiments.plans import with_flags
 from services.units import read_exec_start
 from simhost.scenarios import vllm_unit_text
 

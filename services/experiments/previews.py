@@ -1,0 +1,169 @@
+"""Reading a host on the `Experiments` service, without changing it: the preview (the flag diff of a change, the
+engine's own flag check, the host checks and the capacity forecast — everything that can be known before the
+working server is stopped), the same checks again right before a deploy (`preflight_gate`), what is live on a host
+(`describe_host`) and a diagnosis of its journal now (`diagnose_now`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
+from services.errors import DeployFailed, PitcrewError, UnitError, UserInputError
+from services.experiments.forecast import CapacityPoint, Forecast, config_point, forecast
+from services.experiments.host_checks import check_host
+from services.experiments.plans import BenchDefaults, Preview, with_flags
+from services.experiments.preflight import (
+    FAIL,
+    OK,
+    PREVIEW_FLAG_WAIT_S,
+    WARN,
+    Check,
+    EngineFlagCache,
+    PreflightReport,
+    check_flags,
+)
+from services.experiments.results import Results
+from services.hosts import Host, HostPool, fenced
+from services.jobs import JobContext
+from services.store import AuditLog, AuditQuery
+from services.units import (
+    Revision,
+    Revisions,
+    UnitOps,
+    apply_changes,
+    config_label,
+    format_change,
+    get_flag,
+    read_exec_start,
+)
+
+
+class Previews:
+    """The preview side of `Experiments` (a base class: the pipeline builds on it)."""
+
+    hosts: HostPool
+    revisions: Revisions
+    results: Results
+    bench_defaults: BenchDefaults
+    engine_flags: EngineFlagCache
+    time_scale: float
+    audit: AuditLog
+
+    def ops(self, host: str) -> UnitOps:
+        return UnitOps(self.host(host), time_scale=self.time_scale)
+
+    def host(self, name: str) -> Host:
+        """The host, with every action behind the running job's fence (see `services.hosts.fence`)."""
+        return fenced(self.hosts.get(name))
+
+    async def baseline_argv(self, host: str, unit: str) -> tuple[str, ...] | None:
+        """The ExecStart= words of the host's baseline revision (the first pitcrew recorded), for labels."""
+        base = await self.revisions.baseline(host, unit)
+        if base is None:
+            return None
+        try:
+            return read_exec_start(base.text).argv
+        except UnitError:
+            return None
+
+    # ---- previews ---------------------------------------------------------------------------
+    async def preview(self, host: str, changes: dict[str, str], *,
+                      levels: tuple[int, ...] | None = None) -> Preview:
+        """The flag diff and the preflight (engine flags, host, capacity forecast); nothing on the host changes."""
+        ops = self.ops(host)
+        text = await ops.read_unit()
+        argv = read_exec_start(text).argv
+        try:
+            plan = apply_changes(argv, changes)
+        except UserInputError:
+            # pitcrew's schema refuses it; when the engine's own parser does too, its wording is the answer
+            checks = await check_flags(self.engine_flags, ops.host, with_flags(argv, changes),
+                                       wait_s=PREVIEW_FLAG_WAIT_S)
+            if any(c.status == FAIL for c in checks):
+                diff = tuple(f"{k} {get_flag(argv, k) or '(unset)'} -> {v}" for k, v in changes.items())
+                return Preview(host, ops.unit_path, diff, (), True, tuple(c.line() for c in checks), refused=True)
+            raise
+        diff = tuple(format_change(c) for c in plan.diff)
+        if not plan.changed:
+            return Preview(host, ops.unit_path, diff, plan.notes, False)
+        report = await self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency)
+        return Preview(host, ops.unit_path, diff, plan.notes, plan.changed, report.lines(), report.refused,
+                       report.forecast)
+
+    async def preflight(self, ops: UnitOps, text: str, new_argv: tuple[str, ...],
+                        levels: tuple[int, ...]) -> PreflightReport:
+        """Flags by the engine's parser, host checks (one exec each, concurrently) and the capacity forecast."""
+        t0 = time.monotonic()
+        flags, hostc, fc = await asyncio.gather(
+            check_flags(self.engine_flags, ops.host, new_argv, wait_s=PREVIEW_FLAG_WAIT_S),
+            check_host(ops.host, ops.unit, text, new_argv),
+            self.forecast_for(ops.spec.name, new_argv))
+        report = PreflightReport(checks=[*flags, *hostc])
+        if fc is not None:
+            report.forecast = fc.to_json()
+            top = max(levels) if levels else 0
+            low = fc.max_running is not None and fc.max_running < top
+            status = WARN if (fc.extrapolated or low or fc.notes) else OK
+            report.checks.append(Check(status, fc.line()))
+            report.checks.extend(Check(WARN, n) for n in fc.notes)
+            if low:
+                report.checks.append(Check(WARN, f"forecast max running requests ~{fc.max_running} is below the "
+                                                 f"benchmark's highest concurrency {top}: requests will queue"))
+        else:
+            report.checks.append(Check(WARN, "forecast: no recorded start on this host to forecast from"))
+        report.seconds = time.monotonic() - t0
+        return report
+
+    async def preflight_gate(self, ctx: JobContext, ops: UnitOps, before: Revision,
+                             new_argv: tuple[str, ...]) -> None:
+        """Right before a deploy (the host may have changed since the preview; sweeps have no per-value preview):
+        the engine's flag check and the host checks again; a ✗ fails the trial with the host untouched."""
+        async with ctx.step("preflight") as d:
+            checks = [*await check_flags(self.engine_flags, ops.host, new_argv),
+                      *await check_host(ops.host, ops.unit, before.text, new_argv)]
+            d["checks"] = [c.line() for c in checks]
+        failed = [c.text for c in checks if c.status == FAIL]
+        if failed:
+            raise DeployFailed(f"preflight refused the new configuration on {ctx.job.host}: {'; '.join(failed)}. "
+                               "Nothing on the host was changed.",
+                               result={"preflight": [c.line() for c in checks], "host_untouched": True})
+
+    async def capacity_history(self, host: str, limit: int = 60) -> list[CapacityPoint]:
+        """This host's recorded configurations with the capacity their start logged (oldest first)."""
+        points: list[CapacityPoint] = []
+        texts: dict[int, str] = {}
+        for run in reversed(await self.results.recent(host, limit)):
+            if not run.capacity or run.revision_id is None:
+                continue
+            if run.revision_id not in texts:
+                try:
+                    texts[run.revision_id] = (await self.revisions.get(run.revision_id)).text
+                except PitcrewError:
+                    continue
+            argv = read_exec_start(texts[run.revision_id]).argv
+            points.append(config_point(argv, run.capacity, label=config_label(argv)))
+        return points
+
+    async def forecast_for(self, host: str, argv: tuple[str, ...]) -> Forecast | None:
+        return forecast(config_point(argv, label=config_label(argv)), await self.capacity_history(host))
+
+    async def describe_host(self, host: str) -> str:
+        """What is live on `host` now: unit state and the recorded revision it runs (for interrupted jobs)."""
+        ops = self.ops(host)
+        st = await ops.state()
+        text = await ops.read_unit()
+        rev = await self.revisions.observe(host, ops.unit, text)
+        label = config_label(read_exec_start(text).argv, await self.baseline_argv(host, ops.unit))
+        return (f"{ops.unit} is {st.active_state}/{st.sub_state} (restarts {st.n_restarts}) on revision {rev.id} "
+                f"({label}); nothing was re-run")
+
+    async def diagnose_now(self, ctx: JobContext, ops: UnitOps) -> Diagnosis:
+        entries = await ops.recent_entries(400)
+        side = await gather_side_evidence(ops.host, ops.unit)
+        actions = await self.audit.query(AuditQuery(host=ctx.job.host, newest_first=True, limit=50,
+                                                    actions=("deploy", "start", "stop", "restart", "rollback",
+                                                             "kill")))
+        side["actions"] = [{"at": a.at.isoformat(), "who": a.actor_name or a.actor_id, "action": a.action,
+                            "detail": str(a.detail.get("changes") or a.detail)} for a in reversed(actions)]
+        return diagnose(entries, SideEvidence.from_json(side), unit=ops.unit)
