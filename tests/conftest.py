@@ -94,5 +94,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.fspath)).resolve().relative_to(tests_dir).parts
         if parts and parts[0] in _SCENARIO_DIRS:
             item.add_marker(pytest.mark.slow)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(300))  # whole-bot scenarios: the default 120 s is for the rest
         if "/".join(parts).startswith(_SERIAL):
             item.add_marker(pytest.mark.serial)
