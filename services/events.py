@@ -1,10 +1,10 @@
 """The in-process event bus: services publish past-tense facts, subscribers react.
 
 Events are frozen dataclasses (``JobProgressed``, ``IncidentOpened``...). `publish` awaits every
-subscriber of the event's type in order. A subscriber that raises is retried (a short backoff: most
-failures are a database or a chat service briefly away); one that still fails does not stop the
-others or the publisher, and is never dropped silently: it is logged as an error and handed to the
-bus's `on_failure` hook, which the composition root points at the audit log.
+subscriber of the event's type in order. A subscriber that raises is retried through the one retry
+helper (`services.retry`; a short backoff: most failures are a database or a chat service briefly away);
+one that still fails does not stop the others or the publisher, and is never dropped silently: it is
+logged as an error and handed to the bus's `on_failure` hook, which the composition root points at the audit log.
 
 Each subscriber runs in a context of its own (an empty `contextvars.Context`), not the publisher's: a job that
 publishes while it holds its host's lease must not lend that lease's guard (`services.hosts.fence`) to a
@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from services.retry import Backoff, retry_async
+
 log = logging.getLogger(__name__)
 
 E = TypeVar("E")
@@ -30,9 +32,10 @@ FailureHook = Callable[[object, str, BaseException], Awaitable[None]]
 class EventBus:
     """Type-keyed publish/subscribe within one process."""
 
-    def __init__(self, *, retry_delays_s: tuple[float, ...] = (0.1, 0.4)) -> None:
+    def __init__(self, *, retries: int = 2, backoff: Backoff = Backoff(initial_s=0.1, max_s=0.4, jitter=0.0)) -> None:
         self._subs: dict[type, list[Handler]] = defaultdict(list)
-        self.retry_delays_s = retry_delays_s
+        self.retries = retries
+        self.backoff = backoff
         self.on_failure: FailureHook | None = None
         self.failures = 0
 
@@ -45,25 +48,23 @@ class EventBus:
 
     async def _deliver(self, handler: Handler, event: object) -> None:
         name = getattr(handler, "__qualname__", repr(handler))
-        for attempt, delay in enumerate((*self.retry_delays_s, None)):
-            try:
-                await asyncio.get_running_loop().create_task(_call(handler, event), context=contextvars.Context())
-                return
-            except Exception as e:
-                if delay is not None:
-                    log.warning("event subscriber %s failed for %s (%s); retry %d in %.1f s", name,
-                                type(event).__name__, type(e).__name__, attempt + 1, delay)
-                    await asyncio.sleep(delay)
-                    continue
-                self.failures += 1
-                log.error("event subscriber %s failed for %s after %d attempts", name, type(event).__name__,
-                          attempt + 1, exc_info=e)
-                if self.on_failure is not None:
-                    try:
-                        await self.on_failure(event, name, e)
-                    except Exception as hook_error:
-                        log.error("could not record the failed %s for %s either (%s)", type(event).__name__,
-                                  name, type(hook_error).__name__)
+
+        async def isolated() -> None:
+            await asyncio.get_running_loop().create_task(_call(handler, event), context=contextvars.Context())
+
+        try:
+            await retry_async(isolated, retry_on=(Exception,), attempts=self.retries + 1, backoff=self.backoff,
+                              what=f"event subscriber {name} for {type(event).__name__}")
+        except Exception as e:
+            self.failures += 1
+            log.error("event subscriber %s failed for %s after %d attempts", name, type(event).__name__,
+                      self.retries + 1, exc_info=e)
+            if self.on_failure is not None:
+                try:
+                    await self.on_failure(event, name, e)
+                except Exception as hook_error:
+                    log.error("could not record the failed %s for %s either (%s)", type(event).__name__,
+                              name, type(hook_error).__name__)
 
 
 async def _call(handler: Handler, event: object) -> None:

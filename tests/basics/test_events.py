@@ -16,7 +16,7 @@ class Happened:
 
 
 async def test_a_subscriber_does_not_inherit_the_publishers_host_guard() -> None:
-    bus = EventBus(retry_delays_s=())
+    bus = EventBus(retries=0)
     refused: list[str] = []
     later: list[asyncio.Task[None]] = []
 

@@ -17,6 +17,7 @@ from services.hosts.contract import CommandResult, HostSpec
 from services.jobs import JobFinished, JobRef
 from services.jobs.lease_fence import Fence
 from services.jobs.runner import JobRunner
+from services.retry import Backoff
 from services.store import AuditActor, AuditLog, AuditQuery, Job, Leases, OutboxDraft, OutboxStore
 from services.store.db import Database
 from services.store.models import OutboxMessage
@@ -114,7 +115,7 @@ async def test_end_state_and_end_message_commit_together(db: Database, monkeypat
 
 async def test_a_failing_subscriber_is_retried_then_recorded_in_the_audit_log(db: Database) -> None:
     audit = AuditLog(db)
-    bus = EventBus(retry_delays_s=(0.01, 0.01))
+    bus = EventBus(retries=2, backoff=Backoff(initial_s=0.01, max_s=0.01, jitter=0.0))
 
     async def on_failure(event: object, handler: str, error: BaseException) -> None:
         await audit.record(None, actor=AuditActor("pitcrew", "pitcrew", "internal"), action="event-failed",
