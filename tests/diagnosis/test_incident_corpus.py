@@ -32,7 +32,7 @@ from bench_diagnosis import (  # noqa: E402
     render,
     write_doc,
 )
-from incident_build import HOLDOUT2, split_of  # noqa: E402
+from incident_build import HOLDOUT2, HOLDOUT3, split_of  # noqa: E402
 from incident_build import main as build_corpus  # noqa: E402
 
 CURSOR = re.compile(r"^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$")
@@ -126,9 +126,10 @@ def test_about_a_third_is_holdout() -> None:
     assert 0.28 <= share <= 0.40, share
 
 
-def test_splits_are_tune_holdout_and_holdout2() -> None:
-    assert {c.split for c in CASES} == {"tune", "holdout", "holdout2"}
+def test_splits_are_tune_holdout_holdout2_and_holdout3() -> None:
+    assert {"tune", "holdout", "holdout2"} <= {c.split for c in CASES} <= {"tune", "holdout", "holdout2", "holdout3"}
     assert {c.id for c in CASES if c.split == "holdout2"} == set(HOLDOUT2)
+    assert {c.id for c in CASES if c.split == "holdout3"} == set(HOLDOUT3)
 
 
 def test_holdout2_is_a_fresh_sample_over_the_labels() -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from incident_holdout2 import CASES2  # noqa: E402
+from incident_holdout3 import CASES3  # noqa: E402
 from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
 from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
@@ -47,12 +48,15 @@ def case(fn: Callable[[], Case]) -> Callable[[], Case]:
 SPLIT_SALT = "incidents-134"  # picked once, before any scoring: ~1/3 holdout and every label in the holdout
 
 
-HOLDOUT2 = frozenset(fn.__name__ for fn in CASES2)  # the second holdout (incident_holdout2.py), never tuned on
+HOLDOUT2 = frozenset(fn.__name__ for fn in CASES2)  # the second holdout (incident_holdout2.py), scored once
+HOLDOUT3 = frozenset(fn.__name__ for fn in CASES3)  # the third holdout (incident_h3_*.py): scored, never tuned on
 
 
 def split_of(cid: str) -> str:
-    """Deterministic split: the cases of incident_holdout2.py are `holdout2`; of the others, SHA-1 of salt + id, one
-    residue class of three is holdout."""
+    """Deterministic split: the cases of incident_h3_*.py are `holdout3`, of incident_holdout2.py `holdout2`; of
+    the others, SHA-1 of salt + id, one residue class of three is holdout."""
+    if cid in HOLDOUT3:
+        return "holdout3"
     if cid in HOLDOUT2:
         return "holdout2"
     return "holdout" if int(hashlib.sha1(f"{SPLIT_SALT}:{cid}".encode()).hexdigest(), 16) % 3 == 0 else "tune"
@@ -1776,7 +1780,8 @@ def write_readme(root: Path, cases: list[Case]) -> None:
             f"{c.engine} {c.version} | {c.expected['url']} |" for c in sorted(cases, key=lambda c: c.id)]
     n_hold = sum(c.expected["split"] == "holdout" for c in cases)
     n_hold2 = sum(c.expected["split"] == "holdout2" for c in cases)
-    tail = f"\n{len(cases)} cases, {n_hold} holdout, {n_hold2} holdout2.\n"
+    n_hold3 = sum(c.expected["split"] == "holdout3" for c in cases)
+    tail = f"\n{len(cases)} cases, {n_hold} holdout, {n_hold2} holdout2, {n_hold3} holdout3.\n"
     (root / "README.md").write_text(README_HEAD + "\n".join(rows) + "\n" + tail)
 
 
@@ -1886,6 +1891,7 @@ def unk_sgl_059_killed_no_evidence() -> Case:
 
 
 CASES.extend(CASES2)
+CASES.extend(CASES3)
 
 
 def main(root: Path = HERE) -> int:
