@@ -161,6 +161,8 @@ def _model_load(ctx: Context) -> Match | None:
 
 def _nccl(ctx: Context) -> Match | None:
     hits = ctx.signals("nccl")
+    if not hits and not ctx.signals("cuda_error"):  # a watchdog relaying a CUDA error is not a collective failure
+        hits = ctx.signals("dist_backend")
     return Match(0.85, _entries(hits, 2)) if hits else None
 
 
@@ -224,7 +226,10 @@ def _engine_exception(ctx: Context) -> Match | None:
     if inv is None or ctx.mode != "failure":
         return None
     root = root_exception(inv)
-    return Match(0.8, (root.entry,)) if root is not None else None
+    if root is not None:
+        return Match(0.8, (root.entry,))
+    cuda = ctx.signals("cuda_error")  # a CUDA error relayed outside a Python traceback (the NCCL watchdog, C++)
+    return Match(0.75, _entries(cuda, 1)) if cuda else None
 
 
 def _unknown(ctx: Context) -> Match | None:

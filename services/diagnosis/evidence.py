@@ -13,10 +13,12 @@ import re
 
 from services.diagnosis.decide import Context, Match, root_exception
 from services.diagnosis.invocations import Invocation
+from services.diagnosis.signatures import strip_engine_prefix
 from services.journal import JournalEntry, SystemdEvent
 from services.redact import redact
 
 MAX_LINES = 8
+_BARE_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)$")
 ERROR_SIGNALS = ("kv_not_enough", "cuda_oom", "gpu_memory_taken", "graph_capture_failed", "port_in_use",
                  "bad_argument", "model_load", "nccl", "gpu_lost", "segfault", "native_abort", "engine_death",
                  "exception_line")
@@ -78,11 +80,17 @@ def select(ctx: Context, label: str, match: Match) -> tuple[str, ...]:
         root = root_exception(inv) if ctx.mode == "failure" else None
         if root is not None:
             picked.append(_line(root.entry))
+            if _BARE_EXCEPTION.match(strip_engine_prefix(root.entry.message)):  # `AssertionError` alone: its assert
+                asserts = [s for s in inv.signals("assert_source") if s.entry.realtime_us <= root.entry.realtime_us]
+                picked += [_line(s.entry) for s in asserts[-1:]]
         errors = inv.signals(*ERROR_SIGNALS) if ctx.mode == "failure" else []
         if errors:
             picked.append(_line(errors[0].entry))
-        if label in {"unknown"}:
-            picked += [_line(e) for e in list(inv.tail)[-3:] if e.pid != 1]
+        if label in {"unknown"}:  # what died, then the last words before the end
+            picked += [_line(s.entry) for s in inv.signals("engine_death", "died_silently")[:3]]
+            picked += [_line(e) for e in list(inv.tail)[-2:] if e.pid != 1]
+        if ctx.mode == "stop":  # the engine's own orderly shutdown: the stop was obeyed
+            picked += [_line(s.entry) for s in inv.signals("shutdown_line")[:2]]
         picked += _systemd_lines(inv, ctx.mode)[:3]
         picked += [_line(ev) for ev in inv.suppressed[:1]]
     restarts = [ev for i in ctx.invocations for ev in i.events if ev.kind == "scheduled_restart"]

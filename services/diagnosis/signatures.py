@@ -100,6 +100,9 @@ SIGNATURES: tuple[Sig, ...] = (
                                           r"|is not a local folder and is not a valid model identifier"
                                           r"|model type `\w+` but Transformers"),
         "load_sgl_044_config_json_offline", seen="sglang 0.4.4"),
+    Sig("model_load", "vllm/sglang registry", _rx(r"Model architectures? \[[^\]]*\] (?:are|is) not supported"
+                                                  r"|Model architectures? \[[^\]]*\] failed to be inspected"),
+        "load2_vllm_063_arch_not_supported_loop", seen="vllm 0.6.3"),
     Sig("model_load", "safetensors/torch", _rx(
         r"SafetensorError|Error while deserializing header|Cannot find any model weights"
         r"|No such file or directory: .*(?:config\.json|\.safetensors|\.bin|tokenizer)"
@@ -108,9 +111,14 @@ SIGNATURES: tuple[Sig, ...] = (
     # --- collectives ---
     Sig("nccl", "nccl/torch", _rx(r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError"
                                   r"|ncclRemoteError|ncclInvalidUsage|Watchdog caught collective operation timeout"
-                                  r"|DistBackendError|NCCL WARN|NCCL communicator"
+                                  r"|NCCL WARN|NCCL communicator"
                                   r"|ProcessGroupNCCL.*(?:timeout|timed out|error)"),
         "nccl_sgl_03x_watchdog_http_up", seen="sglang 0.3.4"),
+    # torch's distributed-backend exception: a collective failure unless the watchdog only relays a CUDA error
+    Sig("dist_backend", "torch", _rx(r"DistBackendError"), "nccl_sgl_03x_watchdog_http_up", seen="sglang 0.3.4"),
+    Sig("cuda_error", "cuda", _rx(r"CUDA error: (?!out of memory)[a-z]|cudaErrorIllegalAddress"
+                                  r"|device-side assert triggered"),
+        "exc_sgl_049_watchdog_illegal_http_up", seen="sglang 0.4.9"),
     # --- hardware ---
     Sig("gpu_lost", "cuda/nvml", _rx(r"fallen off the bus|Unable to determine the device handle for GPU"
                                      r"|uncorrectable ECC error|NVML_ERROR_GPU_IS_LOST|GPU is lost"
@@ -131,14 +139,21 @@ SIGNATURES: tuple[Sig, ...] = (
     Sig("engine_death", "vllm-v1", _rx(r"EngineCore encountered a fatal error|EngineCore failed to start"
                                        r"|WorkerProc hit an exception|died unexpectedly|EngineDeadError"),
         "exc_vllm_013_illegal_access_exit0", seen="vllm 0.13.0"),
+    Sig("engine_death", "vllm-v0", _rx(r"MQLLMEngine is already dead|Engine loop has died"
+                                       r"|Engine process \(pid \d+\) died|AsyncEngineDeadError"
+                                       r"|Background loop has errored already"),
+        "unk2_vllm_063_engine_loop_died_no_restart", seen="vllm 0.6.3"),
     Sig("engine_death", "sglang", _rx(r"watchdog timeout \(self\.watchdog_timeout", re.IGNORECASE),
         "FORMATS a (SGLang's scheduler watchdog)"),
     Sig("died_silently", "vllm-v1", _rx(r"died unexpectedly"), "unk_vllm_0101_enginecore_died", seen="vllm 0.10.1"),
     # wrappers: they say that something failed, the root cause is the error before them
-    Sig("wrapper", "vllm-v0", _rx(r"Engine process failed to start|Error executing method"),
+    Sig("wrapper", "vllm-v0", _rx(r"Engine process failed to start|Error executing method|MQLLMEngine is already dead"
+                                  r"|Engine loop has died|Engine process \(pid \d+\) died|AsyncEngineDeadError"
+                                  r"|Background loop has errored already"),
         "cap_vllm_v0_082_capture_oom_wrapper", seen="vllm 0.8.2"),
     Sig("wrapper", "vllm-v1", _rx(r"Engine core initialization failed|EngineDeadError|AsyncLLM output_handler failed"
-                                  r"|EngineCore failed to start|WorkerProc hit an exception"),
+                                  r"|EngineCore failed to start|WorkerProc hit an exception|died unexpectedly"
+                                  r"|WorkerProcDiedError"),
         "cap_vllm_019_capture_model_oom", seen="vllm 0.19.0"),
     # --- Python ---
     Sig("exception_line", "python", _rx(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)(?:: |$)"),
@@ -149,6 +164,11 @@ SIGNATURES: tuple[Sig, ...] = (
                                                r"|Gracefully exiting\.\.\.|Signal SIGTERM received"
                                                r"|\[shutdown\] API server: shutdown triggered"),
         "op_sgl_059_stop_graceful_sigkill", seen="sglang 0.5.9"),
+    Sig("shutdown_line", "vllm/uvicorn", _rx(r"Engine is gracefully shutting down|EngineCore exiting"
+                                             r"|Shutting down engine|^INFO: +Shutting down$"),
+        "op_vllm_085_restart_during_compile", on_text=True, seen="vllm 0.8.5"),
+    Sig("assert_source", "python traceback", _rx(r"^assert "), "exc2_vllm_0111_mla_assert_exit0", on_text=True,
+        seen="vllm 0.11.1"),
     Sig("init_failed", "sglang", _rx(r"Initialization failed\. warmup error"), "FORMATS a"),
     # noise: the HTTP layer's answer to a bad request (not an incident)
     Sig("client_error", "vllm/uvicorn", _rx(r'HTTP/1\.1" 4\d\d |maximum context length|prompt is too long'
@@ -185,7 +205,7 @@ _GATE = re.compile(
     r"|ADDRINUSE|afetensor|tokenizer|weights|Fatal|warmup|Process |device handle|NVML|GPU|Draining|Not enough"
     r"|huggingface|gated|restricted|401|Max retries|snapshot|Offline|Repository|path_or_model|HTTP/1\.1\" 4"
     r"|context length|too long|longer|Aborted|disconnect|usage: |max_total_num_tokens|initialization failed"
-    r"|capture_model|graph_runner"
+    r"|capture_model|graph_runner|exiting|hutting down|assert "
 )
 
 
