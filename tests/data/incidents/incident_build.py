@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from incident_holdout2 import CASES2  # noqa: E402
 from incident_holdout3 import CASES3  # noqa: E402
+from incident_tune3 import TUNE3  # noqa: E402
 from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
 from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
@@ -1890,6 +1891,7 @@ def unk_sgl_059_killed_no_evidence() -> Case:
                   "log no action. The report (vLLM, `killed due to high memory usage`) never found a cause either; SGLang here.")
 
 
+CASES.extend(TUNE3)
 CASES.extend(CASES2)
 CASES.extend(CASES3)
 
