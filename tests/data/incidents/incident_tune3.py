@@ -69,6 +69,32 @@ def arg_vllm_027_batched_tokens_below_model_len_loop() -> Case:
                   "model or memory problem.")
 
 
+
+@case_t3
+def arg_sgl_05x_diffusion_sp_degree_mismatch() -> Case:
+    c = Case("arg_sgl_05x_diffusion_sp_degree_mismatch", "sglang", "0.5.17", day=8, hour=5, tp=2,
+             model="/data01/models/MiniMax-H3")
+    inv = c.start()
+    c.many(inv, [
+        "Traceback (most recent call last):",
+        "ValueError: sp_degree (8) must equal ring_degree * ulysses_degree (2 * 2 = 4)",
+    ], dt=3.5)
+    c.exit(inv, "exited", "1", cpu="4.018s")
+    c.extra["unit_file"] = ("[Service]\nExecStart=/opt/sglang/bin/sglang serve --model-path /data01/models/MiniMax-H3 "
+                            "--model-variant fl2va --num-gpus 8 --tp-size 2 --ulysses-degree 2 --ring-degree 2 "
+                            "--sp-degree 8 --host 0.0.0.0 --port 30010\nRestart=no\n")
+    c.extra["systemctl_show"] = {"ActiveState": "failed", "SubState": "failed", "MainPID": "0", "NRestarts": "0",
+                                 "Result": "exit-code", "ExecMainCode": "1", "ExecMainStatus": "1"}
+    return expect(c, "bad_argument", False, ["sp_degree (8) must equal ring_degree * ulysses_degree"],
+                  ["healthy", "model_load_failure", "nccl_failure", "unknown"],
+                  "https://github.com/sgl-project/sglang/pull/37823",
+                  "SGLang's own ServerArgs check (multimodal_gen/runtime/server_args/server_args.py:3607 per the report) "
+                  "rejects the command the MiniMax-H3 cookbook panel renders with tensor and ring parallelism: "
+                  "--sp-degree is the world size (8) instead of ring x ulysses (4). The ValueError line is verbatim "
+                  "(September 2026; SGLang version estimated); the bare `Traceback` head (frames cut), the unit file "
+                  "and systemd's lines are ours. Raised while resolving arguments, before any model file is read: "
+                  "bad_argument. Restart=no, one failure.")
+
 # ============================== engine_exception ===============================================
 
 
@@ -210,6 +236,10 @@ def seg_vllm_060_gguf_tp4_killed_segv_loop() -> Case:
     for d in c.lines:  # the unit runs the report's FastAPI app (LLM(...) inside uvicorn), not `vllm serve`
         if d.get("_CMDLINE", "").startswith("/opt/vllm/bin/python3 /opt/vllm/bin/vllm serve"):
             d["_CMDLINE"] = app_cmd
+        if d.get("_SYSTEMD_UNIT") == c.unit:
+            d["SYSLOG_IDENTIFIER"] = "python3"
+            if d.get("_COMM") == "vllm":
+                d["_COMM"] = "python3"
     c.extra["unit_file"] = (f"[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=4,5,6,7\nExecStart={app_cmd}\n"
                             "LimitCORE=0\nRestart=on-failure\nRestartSec=10\n")
     c.extra["systemctl_show"] = {"ActiveState": "activating", "SubState": "auto-restart", "MainPID": "0",
