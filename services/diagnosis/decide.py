@@ -21,6 +21,7 @@ from typing import Any
 from services.diagnosis.invocations import KERNEL_OOM_RX, STRONG_XIDS, XID_RX, Invocation, Signal
 from services.diagnosis.ownership import Ownership, ownership
 from services.diagnosis.side import SideEvidence
+from services.diagnosis.signatures import strip_engine_prefix
 from services.journal import JournalEntry
 
 BEFORE_READY = frozenset({"loading", "kv_sizing", "capture", "warmup"})
@@ -28,6 +29,9 @@ MEMORY_SIGNALS = ("kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_
 _OOM_PID_RX = re.compile(r"oom-kill:.*?[,:]pid=(\d+)")
 _XID_HEAD = re.compile(r"^pid=[^,]*, name=[^,]*, ")
 _KERNEL_SEGV = re.compile(r"\[(\d+)\]: segfault at ")
+_VALIDATION_RX = re.compile(r"^(?:[\w.]*\.)?(?:ValueError|AssertionError|TypeError|ValidationError"
+                            r"|ArgumentTypeError|ArgumentError): ")
+_OPTION_RX = re.compile(r"--[a-z][\w-]+|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # `--max-model-len`, `max_num_seqs`
 UNSURE = 0.5  # below this confidence the answer is `unknown` with the most telling lines
 
 
@@ -149,9 +153,30 @@ def _bad_argument(ctx: Context) -> Match | None:
     bad = ctx.signals("bad_argument")
     status = inv.exit.exit_status if inv.exit is not None and inv.exit.exit_code == "exited" else None
     usage = bool(ctx.signals("usage_line")) and status == 2
-    if not (bad or status == 203 or usage):
+    if bad or status == 203 or usage:
+        return Match(0.92 if bad else 0.75, _entries(bad, 2))
+    return _invalid_option(ctx, inv)
+
+
+def _invalid_option(ctx: Context, inv: Invocation) -> Match | None:
+    """ServerArgs/EngineArgs/config validation: the root exception is raised before the engine started any model
+    work (no `engine_init` line before it) and names an option, or comes from the argument/config modules; and no
+    hub/file, NCCL, port or memory signal explains the failure instead."""
+    if ctx.signals("model_load", "nccl", "port_in_use", *MEMORY_SIGNALS):
         return None
-    return Match(0.92 if bad else 0.75, _entries(bad, 2))
+    root = root_exception(inv)
+    if root is None or root.phase != "loading":
+        return None
+    t = root.entry.realtime_us
+    if any(s.entry.realtime_us <= t for s in inv.signals("engine_init")):
+        return None
+    text = strip_engine_prefix(root.entry.message)
+    details = [s for s in inv.signals("config_validation")
+               if "Value error, " in s.entry.message and t <= s.entry.realtime_us <= t + 1_000_000]
+    said = [text.split(":", 1)[-1]] + [strip_engine_prefix(s.entry.message).split(" [type=", 1)[0] for s in details]
+    if not (_VALIDATION_RX.match(text) and any(_OPTION_RX.search(x) for x in said)):
+        return None
+    return Match(0.8, (root.entry, *_entries(details, 1)))
 
 
 def _model_load(ctx: Context) -> Match | None:
@@ -201,7 +226,8 @@ def _segfault(ctx: Context) -> Match | None:
     if inv is None or ctx.mode != "failure":
         return None
     seg = ctx.signals("segfault")
-    dumped = inv.exit is not None and inv.exit.exit_code == "dumped"
+    dumped = inv.exit is not None and (
+        inv.exit.exit_code == "dumped" or (inv.exit.exit_code == "killed" and inv.exit.exit_status == 11))
     kernel = [k for k in ctx.kernel if (m := _KERNEL_SEGV.search(k.message)) and int(m.group(1)) in inv.pids]
     if not (seg or dumped or inv.result == "core-dump" or kernel):
         return None

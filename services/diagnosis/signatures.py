@@ -49,7 +49,7 @@ def _rx(text: str, flags: int = 0) -> re.Pattern[str]:
 
 SIGNATURES: tuple[Sig, ...] = (
     # --- KV-cache sizing at start (the fix is the memory budget) ---
-    Sig("kv_not_enough", "sglang", _rx(r"Not enough memory\. Please try to increase --mem-fraction-static"
+    Sig("kv_not_enough", "sglang", _rx(r"Not enought? memory\. Please try to increase --mem-fraction-static"
                                        r"|max_total_num_tokens=0\b|The memory pool is too small"
                                        r"|Not enough memory for KV cache"), "kv_sgl_0432_not_enough_loop",
         seen="sglang 0.4.3.post2"),
@@ -78,10 +78,21 @@ SIGNATURES: tuple[Sig, ...] = (
     # --- start-up refusals ---
     Sig("port_in_use", "python", _rx(r"address already in use|Address already in use|\[Errno 98\]|EADDRINUSE"),
         "port_vllm_066_tcpstore", seen="vllm 0.6.6"),
+    Sig("port_in_use", "sglang", _rx(r"port (?:at )?\d+ is not available|is used by a process already"
+                                     r"|[Pp]ort \d+ is (?:already )?in use"),
+        "port_sgl_05x_metrics_port_not_available_loop", seen="sglang 0.5.12"),
     Sig("bad_argument", "argparse", _rx(r"^(?:[\w.-]+\.py|sglang|vllm|python3?(?: -m [\w.]+)?): error: "
                                         r"|error: unrecognized arguments:|error: argument --[\w-]+"
                                         r"|error: the following arguments are required"),
         "arg_sgl_044_enable_metrics_underscore", on_text=True, seen="sglang 0.4.4.post3"),
+    # pydantic's wrapping of vLLM's config checks (>= 0.10): the `Value error, ...` line carries the real message
+    Sig("config_validation", "vllm (pydantic)", _rx(r"validation error for \w*(?:Config|Args)\b|^Value error, "),
+        "arg_vllm_0111_pydantic_scheduler_config_loop", on_text=True, seen="vllm 0.11.1"),
+    # the engine got past its argument checks: an exception before the first of these is argument validation
+    Sig("engine_init", "sglang/vllm", _rx(r"Initializing an? (?:V[01] )?LLM engine|Init torch distributed begin"
+                                          r"|Load weight begin|Starting to load model|Loading safetensors checkpoint"
+                                          r"|Loading weights took|init_distributed_environment"),
+        "unk_vllm_0xx_worker_died_exit0", seen="vllm 0.25.0"),
     Sig("usage_line", "argparse", _rx(r"^usage: [\w.-]+ \["), "arg_vllm_011_api_server_positional", on_text=True,
         seen="vllm 0.11.0"),
     # --- the model: hub resolution, files, architecture ---
@@ -93,8 +104,11 @@ SIGNATURES: tuple[Sig, ...] = (
                                     r"|cannot find the appropriate snapshot folder|outgoing traffic has been disabled"
                                     r"|Repository Not Found|HFValidationError|Incorrect path_or_model_id"
                                     r"|HTTPSConnectionPool\(host='huggingface\.co'|Can't load config for"
-                                    r"|we cannot find the requested files in the (?:disk|local) cache"),
+                                    r"|we cannot find the requested files in the (?:disk|local) cache"
+                                    r"|trying to access a gated repo|RepositoryNotFoundError|RevisionNotFoundError"),
         "load_vllm_011_local_entry_offline", seen="vllm 0.11.0"),
+    Sig("model_load", "vllm", _rx(r"Invalid repository ID or local directory specified"),
+        "load_vllm_085_invalid_repo_id_dir_loop", seen="vllm 0.8.5"),
     Sig("model_load", "transformers", _rx(r"does not appear to have a file named|Can't load tokenizer"
                                           r"|Can't load the configuration|Unrecognized model in "
                                           r"|is not a local folder and is not a valid model identifier"
@@ -111,6 +125,7 @@ SIGNATURES: tuple[Sig, ...] = (
     # --- collectives ---
     Sig("nccl", "nccl/torch", _rx(r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError"
                                   r"|ncclRemoteError|ncclInvalidUsage|Watchdog caught collective operation timeout"
+                                  r"|nccl[A-Z]\w*Error"
                                   r"|NCCL WARN|NCCL communicator"
                                   r"|ProcessGroupNCCL.*(?:timeout|timed out|error)"),
         "nccl_sgl_03x_watchdog_http_up", seen="sglang 0.3.4"),
@@ -127,7 +142,8 @@ SIGNATURES: tuple[Sig, ...] = (
     # --- native crashes ---
     Sig("segfault", "python/libc", _rx(r"Fatal Python error: (?:Segmentation fault|Aborted|Bus error"
                                        r"|Floating point exception)|Segmentation fault|SIGSEGV|core dumped"
-                                       r"|\*\*\* SIGABRT|\*\*\* SIGBUS"), "seg_sgl_05x_scheduler_http_up",
+                                       r"|\*\*\* SIGABRT|\*\*\* SIGBUS"),
+        "seg_sgl_05x_scheduler_http_up",
         seen="sglang 0.5.2"),
     Sig("native_abort", "c++", _rx(r"terminate called after throwing"), "nccl_sgl_03x_watchdog_http_up",
         seen="sglang 0.3.4"),
@@ -158,6 +174,9 @@ SIGNATURES: tuple[Sig, ...] = (
     # --- Python ---
     Sig("exception_line", "python", _rx(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)(?:: |$)"),
         "exc_vllm_013_illegal_access_exit0", on_text=True, seen="vllm 0.13.0"),
+    # module-qualified exception classes not named ...Error (torch._dynamo.exc.BackendCompilerFailed, triton's)
+    Sig("exception_line", "python", _rx(r"^(?:[a-z_]\w*\.)+[A-Z]\w*: \S"),
+        "exc_sgl_049_triton_smem_out_of_resources", on_text=True, seen="sglang 0.4.9.post6"),
     Sig("traceback", "python", _rx(r"Traceback \(most recent call last\):"), "FORMATS a"),
     Sig("health_failed", "sglang", _rx(r"Health check failed"), "seg_sgl_05x_scheduler_http_up", seen="sglang 0.5.2"),
     Sig("graceful_stop", "sglang/uvicorn", _rx(r"SIGTERM received\. signum=None frame=None\. Draining requests"
@@ -205,7 +224,8 @@ _GATE = re.compile(
     r"|ADDRINUSE|afetensor|tokenizer|weights|Fatal|warmup|Process |device handle|NVML|GPU|Draining|Not enough"
     r"|huggingface|gated|restricted|401|Max retries|snapshot|Offline|Repository|path_or_model|HTTP/1\.1\" 4"
     r"|context length|too long|longer|Aborted|disconnect|usage: |max_total_num_tokens|initialization failed"
-    r"|capture_model|graph_runner|exiting|hutting down|assert "
+    r"|capture_model|graph_runner|exiting|hutting down|assert |in use|not available|[a-z]\.[A-Z]\w*: "
+    r"|Initializ|Init torch|Load weight|load model"
 )
 
 

@@ -45,6 +45,25 @@ def config_change(ctx: Context) -> tuple[str | None, bool]:
     return ("; ".join(parts) if parts else None), bool(deploys)
 
 
+# the flags memory advice names, per engine (SGLang's ServerArgs, vLLM's EngineArgs: services/units/*_flags.py)
+MEMORY_FLAGS = {
+    "sglang": {"mem": "--mem-fraction-static", "len": "--context-length", "seqs": "--max-running-requests",
+               "spec": "fewer speculative steps (--speculative-num-steps)", "graphs": "--cuda-graph-max-bs",
+               "chunk": "--chunked-prefill-size"},
+    "vllm": {"mem": "--gpu-memory-utilization", "len": "--max-model-len", "seqs": "--max-num-seqs",
+             "spec": "fewer speculative tokens (num_speculative_tokens in --speculative-config)",
+             "graphs": "the CUDA-graph capture sizes (--compilation-config) or --enforce-eager",
+             "chunk": "--max-num-batched-tokens"},
+}
+
+
+def engine_of(ctx: Context) -> str:
+    """`vllm` when the unit's lines or unit file are vLLM's, else `sglang`."""
+    unit_file = ctx.side.unit_file or ""
+    vllm = any(inv.vllm for inv in ctx.invocations) or "vllm" in unit_file.lower()
+    return "vllm" if vllm and "sglang" not in unit_file.lower() else "sglang"
+
+
 def _times(ctx: Context) -> str:
     n = len(ctx.incidents)
     return f"{n} failed starts in a row" if n > 1 else "one failure so far"
@@ -160,10 +179,10 @@ def _simple(summary: str, advice: str) -> Callable[[Context, Match], Words]:
 
 
 def _memory(summary: str, advice: str, label: str) -> Callable[[Context, Match], Words]:
-    base = _simple(summary, advice)
+    """Memory labels: the advice names this engine's flags (`{mem}`, `{len}`, ... of MEMORY_FLAGS)."""
 
     def words(ctx: Context, m: Match) -> Words:
-        w = base(ctx, m)
+        w = _simple(summary, advice.format(**MEMORY_FLAGS[engine_of(ctx)]))(ctx, m)
         flags = unit_flags(ctx.side.unit_file, FLAGS_FOR[label])
         ran = _last_good(ctx) if label == "cuda_oom_runtime" else None
         extra = f" The unit runs {flags}." if flags else ""
@@ -233,18 +252,15 @@ WORDS: dict[str, Callable[[Context, Match], Words]] = {
                             "NCCL_P2P_DISABLE/NCCL_IB_DISABLE), and that no GPU is missing."),
     "kv_cache_oom": _memory("The configuration of {unit} leaves too little GPU memory for the KV cache at start "
                             "({times}){since}.",
-                            "Roll back to the previous unit revision, or give the KV cache room: fewer "
-                            "speculative steps, a shorter --context-length/--max-model-len or a higher "
-                            "--mem-fraction-static/--gpu-memory-utilization.", "kv_cache_oom"),
+                            "Roll back to the previous unit revision, or give the KV cache room: {spec}, a "
+                            "shorter {len} or a higher {mem}.", "kv_cache_oom"),
     "cuda_graph_capture_oom": _memory("{unit} ran out of GPU memory while capturing CUDA graphs at start "
                                       "({times}){since}.",
-                                      "Lower --cuda-graph-max-bs (or leave graph memory: a lower "
-                                      "--mem-fraction-static/--gpu-memory-utilization), or roll back the last "
-                                      "change.", "cuda_graph_capture_oom"),
+                                      "Capture fewer/smaller CUDA graphs ({graphs}) or leave graph memory (a "
+                                      "lower {mem}), or roll back the last change.", "cuda_graph_capture_oom"),
     "cuda_oom_runtime": _memory("{unit} ran out of GPU memory while serving, after it was ready ({times}).",
-                                "Leave more headroom for activations: lower --mem-fraction-static/"
-                                "--gpu-memory-utilization, --max-running-requests/--max-num-seqs or "
-                                "--chunked-prefill-size.", "cuda_oom_runtime"),
+                                "Leave more headroom for activations: lower {mem}, {seqs} or {chunk}.",
+                                "cuda_oom_runtime"),
     "segfault": _simple("{unit} crashed natively (no Python exception): {times}.",
                         "Collect the core dump (coredumpctl info), check driver/CUDA/torch versions against the "
                         "engine's, and roll back the last change if the crash started with it."),

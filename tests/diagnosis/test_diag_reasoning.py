@@ -250,3 +250,75 @@ def test_a_reset_needing_xid_is_named_with_its_text() -> None:
     xid = _xid(60, 154, "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)")
     d = diagnose(j.entries, SideEvidence.from_json({"kernel_journal": [xid]}))
     assert d.cause == "gpu_hardware_xid" and d.confidence >= 0.9 and "GPU Reset Required" in d.summary
+
+
+def test_a_v0_engine_that_died_without_a_cause_is_unknown_not_healthy() -> None:
+    j = (Journal().start(0).serving(40)
+         .line(80, "ERROR 06-28 21:01:14 client.py:300] RuntimeError('Engine process (pid 314860) died.')")
+         .line(80, "ERROR 06-28 21:01:15 client.py:300] NoneType: None")
+         .line(81, "CRITICAL 06-28 21:01:15 launcher.py:101] MQLLMEngine is already dead, terminating server process")
+         .system(83, "Deactivated successfully."))
+    d = diagnose(j.entries)
+    assert d.cause == "unknown"
+    assert any("MQLLMEngine is already dead" in e or "Engine process (pid 314860) died" in e for e in d.evidence)
+    with_cause = (Journal().start(0).serving(40)
+                  .line(79, "ERROR 06-28 21:01:13 engine.py:137] KeyError: 'model.layers.0.mlp'")
+                  .line(80, "ERROR 06-28 21:01:14 client.py:250] RuntimeError: Engine loop has died")
+                  .line(81, "CRITICAL 06-28 21:01:15 launcher.py:101] MQLLMEngine is already dead, terminating "
+                        "server process")
+                  .system(83, "Deactivated successfully."))
+    d = diagnose(with_cause.entries)
+    assert d.cause == "engine_exception" and "KeyError" in d.summary  # the wrapper never hides the root
+
+
+def test_option_validation_before_any_model_work_is_a_bad_argument() -> None:
+    def start_failure(*lines: str) -> str:
+        j = Journal().start(0).line(2, "INFO 06-01 05:00:03 api_server.py:727] args: Namespace(model='m')")
+        for i, text in enumerate(lines):
+            j.line(3 + i / 10, text)
+        return diagnose(j.failed_exit(4).entries).cause
+
+    assert start_failure("Traceback (most recent call last):",
+                         "ValueError: max_num_batched_tokens (4096) is smaller than max_model_len (32768).") \
+        == "bad_argument"
+    assert start_failure("pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig",
+                         "  Value error, max_num_batched_tokens (2048) is smaller than max_model_len (40960). "
+                         "[type=value_error, input_value=ArgsKwargs(()), input_type=ArgsKwargs]") == "bad_argument"
+    # pydantic's own field names in the tail are not an option; a message without one is not argument validation
+    assert start_failure("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+                         "  Value error, Expecting value: line 1 column 1 (char 0) [type=value_error, "
+                         "input_value=ArgsKwargs(()), input_type=ArgsKwargs]") == "engine_exception"
+    # after the engine started loading the model, the same exception is the engine's, not the command line's
+    j = (Journal().start(0).line(2, "INFO 06-01 05:00:05 llm_engine.py:70] Initializing an LLM engine with config: m")
+         .line(3, "ValueError: max_num_batched_tokens (4096) is smaller than max_model_len (32768).").failed_exit(4))
+    assert diagnose(j.entries).cause == "engine_exception"
+    # the hub failing inside the same config check is the model, not the option
+    assert start_failure("ValueError: Invalid repository ID or local directory specified: '/models'.") \
+        == "model_load_failure"
+
+
+def test_a_watchdog_relaying_a_cuda_error_is_not_a_collective_failure() -> None:
+    relay = (Journal().start(0).serving(40)
+             .line(80, "terminate called after throwing an instance of 'c10::DistBackendError'", 4343)
+             .line(80, "  what():  [PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated with exception: "
+                   "CUDA error: an illegal memory access was encountered", 4343))
+    assert diagnose(relay.entries).cause == "engine_exception"
+    nccl = (Journal().start(0).serving(40)
+            .line(80, "torch.distributed.DistBackendError: NCCL error in: ../NCCLUtils.hpp:275, unhandled system "
+                  "error", 4343).failed_exit(81))
+    assert diagnose(nccl.entries).cause == "nccl_failure"
+
+
+def test_memory_advice_names_the_units_own_engine_flags() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB."
+    vllm = _v1_fatal(Journal().start(0).serving(40), 80, oom)
+    advice = diagnose(vllm.entries).recommendation
+    assert "--gpu-memory-utilization" in advice and "--max-num-seqs" in advice
+    assert "--mem-fraction-static" not in advice and "--max-running-requests" not in advice
+    sgl = (Journal().start(0)
+           .line(20, "[2025-06-29 15:00:42 TP0] Load weight end. type=Qwen2ForCausalLM, avail mem=17.04 GB")
+           .line(21, "[2025-06-29 15:00:43 TP0] RuntimeError: Not enough memory. Please try to increase "
+                 "--mem-fraction-static.").failed_exit(22))
+    d = diagnose(sgl.entries, side=SideEvidence(unit_file="ExecStart=python -m sglang.launch_server --model m\n"))
+    assert d.cause == "kv_cache_oom"
+    assert "--mem-fraction-static" in d.recommendation and "--gpu-memory-utilization" not in d.recommendation

@@ -144,6 +144,19 @@ def test_holdout2_is_a_fresh_sample_over_the_labels() -> None:
     assert sum(c.expected["engine"] == "vllm" for c in second) >= 12
 
 
+def test_holdout3_is_a_third_fresh_sample_over_every_label() -> None:
+    """The third holdout, the scored split of issue 12: >= 55 cases, about a third of the corpus, from reports no other
+    case cites, over every label, both engines."""
+    third = [c for c in CASES if c.split == "holdout3"]
+    others = {c.expected["url"] for c in CASES if c.split != "holdout3"}
+    assert len(third) >= 55 and 0.28 <= len(third) / len(CASES) <= 0.40, len(third)
+    assert [c.id for c in third if c.expected["url"] in others] == []
+    assert len({c.expected["url"] for c in third}) == len(third)
+    assert {c.expected["cause"] for c in third} == set(CAUSES)
+    assert sum(c.expected["engine"] == "sglang" for c in third) >= 20
+    assert sum(c.expected["engine"] == "vllm" for c in third) >= 20
+
+
 def test_committed_files_are_what_the_builder_writes(tmp_path: Path) -> None:
     assert build_corpus(tmp_path) == len(CASES)
     assert (CORPUS / "README.md").read_text() == (tmp_path / "README.md").read_text()
@@ -170,7 +183,7 @@ def test_scorer_gives_a_perfect_score_to_the_truth_and_flags_harmful_answers(tmp
     truth = {c.id: c.expected for c in CASES}
     perfect = evaluate(CASES, _oracle(truth))
     assert perfect.splits["all"].accuracy == 1.0 and perfect.splits["all"].key_recall == 1.0
-    assert sum(perfect.splits[s].n for s in ("tune", "holdout", "holdout2")) == len(CASES)
+    assert sum(perfect.splits[s].n for s in ("tune", "holdout", "holdout2", "holdout3")) == len(CASES)
     assert perfect.splits["all"].violations == []
     healthy = evaluate(CASES, _oracle(truth, wrong="healthy"))
     n_healthy = sum(c.expected["cause"] == "healthy" for c in CASES)

@@ -20,7 +20,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from incident_holdout2 import CASES2  # noqa: E402
 from incident_holdout3 import CASES3  # noqa: E402
-from incident_tune3 import TUNE3  # noqa: E402
 from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
 from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
@@ -37,6 +36,7 @@ from incident_scenes import (  # noqa: E402
     vllm_serve,
     vllm_start_fail,
 )
+from incident_tune3 import TUNE3  # noqa: E402
 
 CASES: list[Callable[[], Case]] = []
 

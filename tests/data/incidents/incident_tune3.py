@@ -350,3 +350,33 @@ def nccl_vllm_022_omni_unhandled_cuda_999() -> Case:
                   "with torch's DistBackendError and NCCL's own `ncclUnhandledCudaError: Call to CUDA function failed.` "
                   "/ `Cuda failure 999 'unknown error'` (lines verbatim; the report elided the `ERROR ...` prefix, ours "
                   "here, as are the start-up lines and pids). No Xid in the window, so nccl_failure. Restart=no.")
+
+
+@case_t3
+def arg_vllm_0111_pydantic_scheduler_config_loop() -> Case:
+    c = Case("arg_vllm_0111_pydantic_scheduler_config_loop", "vllm", "0.11.1", day=9, hour=5, model="Qwen/Qwen3-8B")
+    for _ in range(3):
+        inv = c.start(dt=0.1)
+        c.app(inv, c.vlog("INFO", "api_server.py:1839", "vLLM API server version 0.11.1"), dt=2.5)
+        c.app(inv, c.vlog("INFO", "utils.py:233", "non-default args: {'model_tag': 'Qwen/Qwen3-8B', 'model': "
+                          "'Qwen/Qwen3-8B', 'enable_chunked_prefill': False}"))
+        c.many(inv, [
+            "Traceback (most recent call last):",
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig",
+            "  Value error, max_num_batched_tokens (2048) is smaller than max_model_len (40960). This effectively "
+            "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "
+            "Please increase max_num_batched_tokens or decrease max_model_len. [type=value_error, "
+            "input_value=ArgsKwargs((), {'runner_t..., 'stream_interval': 1}), input_type=ArgsKwargs]",
+            "    For further information visit https://errors.pydantic.dev/2.12/v/value_error",
+        ], dt=0.3)
+        c.exit(inv, "exited", "1", restart=True, cpu="6.102s")
+    c.extra["unit_file"] = ("[Service]\nExecStart=/opt/vllm/bin/vllm serve Qwen/Qwen3-8B --no-enable-chunked-prefill\n"
+                            "Restart=always\nRestartSec=10\n")
+    return expect(c, "bad_argument", True, ["Value error, max_num_batched_tokens (2048) is smaller than max_model_len"],
+                  ["healthy", "model_load_failure", "kv_cache_oom", "engine_exception"],
+                  "https://github.com/vllm-project/vllm/issues/28981",
+                  "The ValidationError and `Value error, ...` lines are verbatim from the report (vLLM V1 API server, "
+                  "Nov 2025: 0.11.1 estimated); the report's host was an ARM CPU backend that turns chunked prefill "
+                  "off itself, here a GPU unit that does so with --no-enable-chunked-prefill (same SchedulerConfig "
+                  "check). Version/args lines, the bare `Traceback` head (frames cut), systemd's lines and "
+                  "Restart=always are ours. An option combination is rejected before any model work: bad_argument.")
