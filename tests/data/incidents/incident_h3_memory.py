@@ -11,6 +11,7 @@ from incident_h3_base import Case, case3, expect3
 from incident_kit import Inv
 from incident_scenes import (
     NOT_HEALTHY,
+    ownership,
     sglang_sched_exception,
     sglang_sigquit,
     sver,
@@ -454,43 +455,73 @@ def rt3_sgl_041_scheduler_oom_http_up() -> Case:
 
 
 @case3
-def rt3_vllm_0101_sampler_oom_exit0_restart() -> Case:
-    c = Case("rt3_vllm_0101_sampler_oom_exit0_restart", "vllm", "0.10.1.1", day=9, hour=4, model="/models/Qwen3-14B")
-    sp = "/home/usr1/.local/intelpython3/envs/vllm/lib/python3.12/site-packages/vllm/v1/sample/ops/topk_topp_sampler.py"
+def rt3_vllm_v0_072_long_prompt_oom_exit0_dead() -> Case:
+    c = Case("rt3_vllm_v0_072_long_prompt_oom_exit0_dead", "vllm", "0.7.2", v1=False, day=9, hour=4, tp=8,
+             model="cognitivecomputations/DeepSeek-R1-AWQ")
+    c.pid_base = 2377657 - 131 - 1117  # the MQLLMEngine process is pid 2377657, the pid torch names in the OOM text
     inv = c.start()
-    v_boot(c, inv, weights=15.2683, kv_gib=5.12, kv_tokens="37,280", conc="1.14")
-    vllm_serve(c, inv, 4, gen=388.0)
-    vllm_engine_dead(c, inv, [
-        f'  File "{sp}", line 83, in forward_native',
-        "    logits = apply_top_k_top_p(logits, k, p)",
-        "             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
-        f'  File "{sp}", line 189, in apply_top_k_top_p',
-        "    logits_sort, logits_idx = logits.sort(dim=-1, descending=False)",
-        "                              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 298.00 MiB. GPU 0 has a total capacity of 23.65 "
-        "GiB of which 98.25 MiB is free. Including non-PyTorch memory, this process has 23.53 GiB memory in use. Of "
-        "the allocated memory 20.32 GiB is allocated by PyTorch, with 66.00 MiB allocated in private pools (e.g., CUDA "
-        "Graphs), and 74.74 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
-        "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-        "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
-    ], where="core.py:700", restart=True)
-    inv2 = c.start(dt=0.1)
-    v_boot(c, inv2, weights=15.2683, kv_gib=5.12, kv_tokens="37,280", conc="1.14")
-    vllm_serve(c, inv2, 2, gen=392.0)
-    return expect3(c, "cuda_oom_runtime", False, ["CUDA out of memory. Tried to allocate 298.00 MiB"],
-                   ["healthy", "kv_cache_oom", "cuda_graph_capture_oom", "engine_exception"],
-                   "https://github.com/vllm-project/vllm/issues/24436",
-                   "V1 with a Qwen3 model on a 24 GB GPU (September 2025, `EngineCore_0` tag: 0.10.1.x, ours prints "
-                   "the kit's EngineCore_DP0 tag). Sampler frames (topk_topp_sampler.py 83/189) and the OOM verbatim "
-                   "at core.py:700 up to `reserved by PyTorch but u`, the rest torch's template. We place it after the "
-                   "server served (top-k/top-p sampling of requests); the report calls it a crash of the running "
-                   "backend. API server exits 0 after `EngineCore encountered a fatal error`, Restart=always brings "
-                   "it back and it serves again: still a runtime OOM, not healthy.")
+    v = c.vlog
+    c.app(inv, v("INFO", "api_server.py:840", "vLLM API server version 0.7.2"), dt=3.0)
+    c.app(inv, v("INFO", "api_server.py:203", "Started engine process with PID 2377657"), dt=0.2)
+    c.app(inv, v("INFO", "llm_engine.py:234", f"Initializing a V0 LLM engine (v0.7.2) with config: model='{c.model}', "
+                 f"speculative_config=None, tokenizer='{c.model}', skip_tokenizer_init=False, tokenizer_mode=auto, "
+                 "revision=None, trust_remote_code=True, dtype=torch.float16, max_seq_len=16384, "
+                 "tensor_parallel_size=8, pipeline_parallel_size=1, quantization=moe_wna16, kv_cache_dtype=fp8_e5m2"),
+          "engine", dt=4.0)
+    c.app(inv, v("INFO", "model_runner.py:1115", "Loading model weights took 45.4713 GB"), "engine", dt=310.0)
+    c.app(inv, v("INFO", "worker.py:266", "Memory profiling takes 21.37 seconds"), "engine", dt=22.0)
+    c.app(inv, v("INFO", "executor_base.py:110", "# CUDA blocks: 10874, # CPU blocks: 3640"), "engine")
+    c.app(inv, v("INFO", "executor_base.py:115", "Maximum concurrency for 16384 tokens per request: 42.48x"), "engine")
+    c.app(inv, v("INFO", "model_runner.py:1434", "Capturing cudagraphs for decoding. This may lead to unexpected "
+                 "consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or "
+                 "use '--enforce-eager' in the CLI. If out-of-memory error occurs during cudagraph capture, consider "
+                 "decreasing `gpu_memory_utilization` or switching to eager mode. You can also reduce the "
+                 "`max_num_seqs` as needed to decrease memory usage."), "engine", dt=1.0)
+    c.app(inv, v("INFO", "model_runner.py:1562", "Graph capturing finished in 41 secs, took 1.93 GiB"), "engine",
+          dt=41.0)
+    c.app(inv, v("INFO", "llm_engine.py:431", "init engine (profile, create kv cache, warmup model) took 88.02 "
+                 "seconds"), "engine")
+    c.app(inv, v("INFO", "launcher.py:21", "Available routes are:"), dt=1.0)
+    c.app(inv, f"INFO:     Started server process [{inv.main}]")
+    c.app(inv, "INFO:     Waiting for application startup.")
+    c.app(inv, "INFO:     Application startup complete.")
+    c.app(inv, "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)")
+    vllm_serve(c, inv, 4, gen=231.0)
+    ownership(c, inv, [("engine", 81094)])
+    c.extra["nvidia_smi_apps"][0]["process_name"] = "python3"  # V0's MQLLMEngine process keeps python's name
+    c.app(inv, v("INFO", "engine.py:275", "Added request cmpl-30aaf466904d4d148c2e17a584f448e0-0."), "engine", dt=3.0)
+    c.app(inv, v("CRITICAL", "launcher.py:101", "MQLLMEngine is already dead, terminating server process"), dt=0.2)
+    c.app(inv, 'INFO:     10.25.164.34:57224 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error')
+    c.app(inv, v("ERROR", "engine.py:139", "OutOfMemoryError('CUDA out of memory. Tried to allocate 1.27 GiB. GPU 0 has "
+                 "a total capacity of 79.33 GiB of which 109.81 MiB is free. Process 2377657 has 79.19 GiB memory in "
+                 "use. Of the allocated memory 67.68 GiB is allocated by PyTorch, with 76.00 MiB allocated in private "
+                 "pools (e.g., CUDA Graphs), and 1.47 GiB is reserved by PyTorch but unallocated. If reserved but "
+                 "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+                 "fragmentation.  See documentation for Memory Management  "
+                 "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)')"), "engine", dt=0.01)
+    c.app(inv, "INFO:     Shutting down", dt=0.5)
+    c.app(inv, "INFO:     Waiting for application shutdown.")
+    c.app(inv, "INFO:     Application shutdown complete.")
+    c.app(inv, f"INFO:     Finished server process [{inv.main}]")
+    c.clean_exit(inv)
+    c.extra["systemctl_show"].update({"MainPID": "0", "ActiveState": "inactive", "SubState": "dead",
+                                      "Result": "success", "ExecMainStatus": "0", "Restart": "on-failure"})
+    return expect3(c, "cuda_oom_runtime", False, ["CUDA out of memory. Tried to allocate 1.27 GiB",
+                                                  "MQLLMEngine is already dead"],
+                   ["healthy", "kv_cache_oom", "cuda_graph_capture_oom", "gpu_memory_held_by_stale_process", "unknown"],
+                   "https://github.com/vllm-project/vllm/issues/13067",
+                   "DeepSeek-R1-AWQ (moe_wna16, fp8 KV) on 8xA800 with the vllm-openai image of February 2025 "
+                   "(0.7.2, V0 MQLLMEngine; version estimated): the server started and served, then a long prompt "
+                   "ran it out of memory. `Added request`, `MQLLMEngine is already dead, terminating server process`, "
+                   "the 500 and the OutOfMemoryError line (engine.py:139) are verbatim, the OOM text's cut tail is "
+                   "torch's template. `Process 2377657` is the unit's own engine process (pid chosen to match; "
+                   "nvidia-smi/process side evidence ours). Start-up and throughput lines are V0 templates (ours). "
+                   "The API server shuts down orderly and exits 0: Restart=on-failure leaves the unit dead.")
 
 
 @case3
-def rt3_vllm_020_worker_oom_exit0_dead() -> Case:
-    c = Case("rt3_vllm_020_worker_oom_exit0_dead", "vllm", "0.20.1", day=10, hour=4, tp=2,
+def rt3_vllm_020_worker_oom_exit0_restart() -> Case:
+    c = Case("rt3_vllm_020_worker_oom_exit0_restart", "vllm", "0.20.1", day=10, hour=4, tp=2,
              model="/models/Qwen3.6-27B-AutoRound-INT4")
     inv = c.start()
     v_boot(c, inv, weights=8.9120, kv_gib=11.02, kv_tokens="262,144", conc="1.00", max_len="262,144",
@@ -517,17 +548,22 @@ def rt3_vllm_020_worker_oom_exit0_dead() -> Case:
         "    raise RuntimeError(",
         "RuntimeError: Worker failed with error 'CUDA out of memory. Tried to allocate 136.00 MiB. GPU 0 has a total "
         "capacity of 23.56 GiB of which 117.38 MiB is free.', please check the stack trace above for the root cause",
-    ], where="core.py:1131", restart=False)
-    c.extra["systemctl_show"] = {"MainPID": "0", "ActiveState": "inactive", "SubState": "dead", "Result": "success",
-                                 "ExecMainStatus": "0", "NRestarts": "0", "Restart": "on-failure"}
+    ], where="core.py:1131", restart=True)
+    inv2 = c.start(dt=0.1)
+    v_boot(c, inv2, weights=8.9120, kv_gib=11.02, kv_tokens="262,144", conc="1.00", max_len="262,144",
+           compile_s=10.2)
+    vllm_serve(c, inv2, 2, gen=71.0)
+    c.extra["systemctl_show"] = {"MainPID": str(inv2.main), "ActiveState": "active", "SubState": "running",
+                                 "Result": "success", "NRestarts": "1", "Restart": "always"}
     return expect3(c, "cuda_oom_runtime", False, ["CUDA out of memory. Tried to allocate 136.00 MiB"],
                    ["healthy", "kv_cache_oom", "cuda_graph_capture_oom", "unknown", "gpu_memory_held_by_stale_process"],
                    "https://github.com/noonghunna/club-3090/issues/138",
                    "Qwen3.6-27B INT4 on two RTX 3090 driven by opencode (May 2026, vLLM nightly of the club-3090 stack; "
                    "version estimated). Worker_TP0's OOM and worker_busy_loop frame verbatim (multiproc_executor.py:962). "
                    "EngineCore's fatal-error lines (core.py:1131 as in the same project's reports), the collective_rpc "
-                   "wrapper and the orderly uvicorn exit are ours. Exit 0 with Restart=on-failure: systemd only says "
-                   "`Deactivated successfully` and the unit stays dead; the OOM happened while serving.")
+                   "wrapper and the orderly uvicorn exit are ours. The API server exits 0 after `EngineCore encountered a "
+                   "fatal error` (systemd only says `Deactivated successfully`), Restart=always brings it back and it "
+                   "serves again: still a runtime OOM, not healthy.")
 
 
 # ============================== healthy (decoy) ================================================
