@@ -408,3 +408,224 @@ def port3_vllm_092_nixl_side_channel_zmq_hang() -> Case:
                    "register_kv_caches waits on its ready event with no timeout, so the engine never finishes "
                    "starting and systemd sees no exit (no restart, no loop). ss side evidence (the prefill "
                    "instance holds 5557) is ours.")
+
+
+@case3
+def port3_sgl_059_tcpstore_dp8_eaddrinuse_loop() -> Case:
+    c = HCase("port3_sgl_059_tcpstore_dp8_eaddrinuse_loop", "sglang", "0.5.9", day=6, hour=3,
+              model="/models/Qwen3-Embedding-8B", roles=dp_roles(8, "sglang::scheduler_DP{k}"))
+    tv = "/opt/sglang/lib/python3.12/site-packages/torch/distributed"
+    for failing, port in ((3, 18103), (5, 18121), (1, 18137)):  # the report's conflicting ports, one per attempt
+        inv = c.start(dt=0.2)
+        c.app(inv, None, dt=4.0)  # server_args=ServerArgs(...)
+        for k in range(8):
+            c.app(inv, f"[{STAMP_S}] Launch DP{k} starting at GPU #{k}.", dt=0.1)
+        for k in range(8):
+            c.app(inv, f"[{STAMP_S} DP{k}] Init torch distributed begin.", f"dp{k}", dt=0.6)
+        c.app(inv, f"[{STAMP_S} DP{failing}] Scheduler hit an exception: Traceback (most recent call last):",
+              f"dp{failing}", dt=0.4)
+        c.many(inv, SGL_SCHED_FRAMES + [
+            f'  File "{SGL}/model_executor/model_runner.py", line 392, in __init__',
+            "    min_per_gpu_memory = self.init_torch_distributed()",
+            f'  File "{SGL}/model_executor/model_runner.py", line 698, in init_torch_distributed',
+            "    init_distributed_environment(",
+            f'  File "{SGL}/distributed/parallel_state.py", line 1461, in init_distributed_environment',
+            "    torch.distributed.init_process_group(",
+            f'  File "{tv}/c10d_logger.py", line 81, in wrapper',
+            "    return func(*args, **kwargs)",
+            f'  File "{tv}/distributed_c10d.py", line 1710, in init_process_group',
+            "    store, rank, world_size = next(rendezvous_iterator)",
+            f'  File "{tv}/rendezvous.py", line 269, in _tcp_rendezvous_handler',
+            "    store = _create_c10d_store(",
+            f'  File "{tv}/rendezvous.py", line 189, in _create_c10d_store',
+            "    return TCPStore(",
+            "           ^^^^^^^^^",
+            f"torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+            f"port: {port}, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use",
+        ], f"dp{failing}")
+        c.app(inv, f"[{STAMP_S}] Received sigquit from a child process. It usually means the child failed.", dt=0.1)
+        c.exit(inv, "killed", "9", restart=True, cpu="38.604s")
+    return expect3(c, "port_in_use", True, ["name: EADDRINUSE, message: address already in use"],
+                   ["healthy", "nccl_failure"], "https://github.com/sgl-project/sglang/issues/37215",
+                   "SGLang 0.5.9 serving Qwen3-Embedding with --dp 8 on one 8xH800 node: some DP schedulers "
+                   "intermittently fail to bind their internal TCPStore port (18103, 18121, 18137 from the report, one "
+                   "per attempt here), ports inside the host's ephemeral range, not the HTTP port. The DistNetworkError "
+                   "text is the report's (one line as torch prints it); the `Launch DPk starting at GPU #k` template is "
+                   "SGLang's (as in sglang#15385), the scheduler frames follow 0.5.9 (sglang#19781), torch frames ours. "
+                   "Restart=always, three failing starts. The store address is taken: port beats NCCL.")
+
+
+@case3
+def port3_sgl_040_runtime_holds_http_port() -> Case:
+    c = Case("port3_sgl_040_runtime_holds_http_port", "sglang", "0.4.0.post1", day=7, hour=3,
+             model="/models/llama3-llava-next-8b")
+    s = c.slog
+    inv = c.start()
+    c.app(inv, None, dt=4.0)  # server_args=ServerArgs(...)
+    c.app(inv, s("Init torch distributed begin."), "sched", dt=2.0)
+    c.app(inv, s("Load weight begin. avail mem=78.54 GB"), "sched", dt=2.2)
+    c.app(inv, "\rLoading safetensors checkpoint shards:  50% Completed | 2/4 [00:02<00:02,  1.02s/it]"
+               "\rLoading safetensors checkpoint shards: 100% Completed | 4/4 [00:04<00:00,  1.04s/it]\r",
+          "sched", dt=4.5)
+    c.app(inv, s("Load weight end. type=LlavaLlamaForCausalLM, dtype=torch.float16, avail mem=62.92 GB"), "sched")
+    c.app(inv, s("Memory pool end. avail mem=8.31 GB"), "sched", dt=1.0)
+    c.app(inv, s("Capture cuda graph begin. This can take up to several minutes."), "sched")
+    c.app(inv, "\rCapturing batches (bs=160 avail_mem=4.51 GB):   4%|▍         | 1/23 [00:00<00:10,  2.11it/s]"
+               "\rCapturing batches (bs=1 avail_mem=3.93 GB): 100%|██████████| 23/23 [00:09<00:00,  2.47it/s]\r",
+          "sched", dt=9.5)
+    c.app(inv, s("Capture cuda graph end. Time elapsed: 9.61 s"), "sched")
+    c.app(inv, s("max_total_num_tokens=201522, max_prefill_tokens=16384, max_running_requests=2049, "
+                 "context_len=8192"), "sched")
+    for line in [
+        f"INFO:     Started server process [{inv.main}]",
+        "INFO:     Waiting for application startup.",
+        "INFO:     Application startup complete.",
+        "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 10000): address already in use",
+        "INFO:     Waiting for application shutdown.",
+        "INFO:     Application shutdown complete.",
+    ]:
+        c.app(inv, s(line, None), dt=0.2)
+    c.exit(inv, "exited", "1", cpu="1min 4.277s")
+    c.extra = {
+        "ss_listen": [{"local": "127.0.0.1:10000", "pid": 88214, "process": "python3", "user": "mlee"}],
+        "systemctl_show": {"MainPID": "0", "ActiveState": "failed", "SubState": "failed", "Result": "exit-code"},
+    }
+    return expect3(c, "port_in_use", False, ["error while attempting to bind on address ('127.0.0.1', 10000)"],
+                   ["healthy"], "https://github.com/sgl-project/sglang/issues/2430",
+                   "Several `sgl.Runtime` instances started a few seconds apart all pick port 10000 (the first free "
+                   "port at their start; SGLang binds HTTP only after loading the model and capturing graphs). Here the "
+                   "unit serves llava-next on 127.0.0.1:10000 while a user's Runtime script already holds it. The "
+                   "report's line is cut after `error while attempting`: the rest is uvicorn's template with the "
+                   "Runtime's host/port (127.0.0.1, 10000); the time prefix is the report's shape (Dec 2024, "
+                   "0.4.0.post1). What the warm-up thread does next is not shown: we end with exit status 1. ss "
+                   "evidence ours. Restart=no.")
+
+
+# ============================== host_oom_kill ==================================================
+
+
+@case3
+def hoom3_sgl_046_embedding_scheduler_rss_memcg() -> Case:
+    c = Case("hoom3_sgl_046_embedding_scheduler_rss_memcg", "sglang", "0.4.6.post5", day=8, hour=3,
+             model="/models/gte-Qwen2-7B-instruct")
+    s = c.slog
+
+    def embed(inv: Inv, n: int, base: int) -> None:
+        for i in range(n):
+            c.app(inv, s(f"Prefill batch. #new-seq: 32, #new-token: {3900 + 37 * i}, #cached-token: 0, token usage: "
+                         "0.00, #running-req: 0, #queue-req: 0,"), "sched", dt=2.0)
+            c.app(inv, s(f'INFO:     10.0.6.{11 + i % 4}:{base + 13 * i} - "POST /v1/embeddings HTTP/1.1" 200 OK',
+                         None), dt=0.3)
+
+    inv = c.start()
+    sglang_boot(c, inv)
+    embed(inv, 8, 40112)
+    sched = c._proc(inv, "sched")[0]
+    mem = f"/system.slice/{c.unit}"
+    c.kernel_line("sglang::schedul invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0", dt=3.0)
+    c.kernel_line(f"oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg={mem},"
+                  f"task_memcg={mem},task=sglang::schedul,pid={sched},uid=998")
+    c.kernel_line(f"Memory cgroup out of memory: Killed process {sched} (sglang::schedul) total-vm:86422016kB, "
+                  "anon-rss:62717440kB, file-rss:498176kB, shmem-rss:16384kB, UID:998 pgtables:126808kB "
+                  "oom_score_adj:0", prio=3)
+    c.oom_killed(inv)
+    c.mgr(f"{c.unit}: Failed with result 'oom-kill'.", inv, dt=0.8, prio=4, mid="result", func="unit_log_failure",
+          UNIT_RESULT="oom-kill")
+    c.consumed(inv, "6h 12min 40.118s")
+    c.auto_restart(inv)
+    inv2 = c.start(dt=0.1)
+    sglang_boot(c, inv2)
+    embed(inv2, 3, 52218)
+    c.extra = {
+        "unit_file": ("[Service]\nExecStart=/opt/sglang/bin/python3 -m sglang.launch_server --model-path "
+                      f"{c.model} --is-embedding --host 0.0.0.0 --port 30000\nMemoryMax=64G\nRestart=always\n"),
+        "process_info": [{"pid": sched, "ppid": inv.main, "user": "sglang", "cgroup": mem, "cmdline": "sglang::scheduler",
+                          "started": c.iso(inv.start_t + 6)}],
+    }
+    return expect3(c, "host_oom_kill", False, ["Memory cgroup out of memory: Killed process"],
+                   ["healthy", "cuda_oom_runtime", "unknown"], "https://github.com/sgl-project/sglang/issues/6914",
+                   "The SGLang scheduler's RSS grows with every request on the Embeddings API until the container "
+                   "limit kills it (the report's screenshot: ~60 GB, Kubernetes, June 2025 = 0.4.6.postN). Here the "
+                   "limit is the unit's MemoryMax=64G: a CONSTRAINT_MEMCG kill of sglang::schedul; the kernel lines "
+                   "follow the kernel's template with our pid/memcg/sizes, the embedding traffic (prefill-only "
+                   "batches, POST /v1/embeddings) is ours. OOMPolicy=stop ends the unit (`Failed with result "
+                   "'oom-kill'`), Restart=always brings it back serving: one restart, no loop.")
+
+
+@case3
+def hoom3_vllm_016_multimodal_apiserver_global_oom() -> Case:
+    c = Case("hoom3_vllm_016_multimodal_apiserver_global_oom", "vllm", "0.16.0", day=9, hour=3, tp=8,
+             model="/models/Qwen3.5-397B-A17B-FP8")
+    inv = c.start()
+    vllm_boot(c, inv)
+    vllm_serve(c, inv, 6, gen=1204.6)
+    main = inv.main
+    c.kernel_line("vllm invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, "
+                  "oom_score_adj=0", dt=5.0)
+    c.kernel_line(f"oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,"
+                  f"task_memcg=/system.slice/{c.unit},task=vllm,pid={main},uid=998")
+    c.kernel_line(f"Out of memory: Killed process {main} (vllm) total-vm:1093412864kB, anon-rss:1001873408kB, "
+                  "file-rss:93184kB, shmem-rss:2101248kB, UID:998 pgtables:1987624kB oom_score_adj:0", prio=3)
+    c.oom_killed(inv)
+    c.mgr(f"{c.unit}: Main process exited, code=killed, status=9/KILL", inv, dt=0.2, prio=4, mid="exited",
+          EXIT_CODE="killed", EXIT_STATUS="9", COMMAND="ExecStart")
+    c.mgr(f"{c.unit}: Failed with result 'oom-kill'.", inv, prio=4, mid="result", func="unit_log_failure",
+          UNIT_RESULT="oom-kill")
+    c.consumed(inv, "3h 51min 7.904s")
+    c.auto_restart(inv)
+    inv2 = c.start(dt=0.1)
+    vllm_boot(c, inv2, "load")
+    c.extra["unit_file"] = (f"[Service]\nExecStart=/opt/vllm/bin/vllm serve {c.model} --tensor-parallel-size 8\n"
+                            "Restart=always\n")
+    return expect3(c, "host_oom_kill", False, ["Out of memory: Killed process"],
+                   ["healthy", "cuda_oom_runtime", "unknown"], "https://github.com/vllm-project/vllm/issues/35191",
+                   "Qwen3.5-397B FP8 on 8xH200 (vLLM 0.16.0rc2): under high-concurrency multimodal requests the host's "
+                   "1 TB of RAM fills and the kernel OOM-kills vLLM (the report's title and environment). Which "
+                   "process grew is not quoted: here the API server (multimodal preprocessing), a global OOM kill; the "
+                   "kernel lines follow the kernel's template with our pid/sizes, the serving and start-up lines are "
+                   "vLLM's templates. The main process dies by SIGKILL, systemd logs the OOM kill and restarts the unit "
+                   "(Restart=always), which is loading again at the end: one restart, no loop.")
+
+
+@case3
+def hoom3_vllm_023_jit_build_enginecore_init_loop() -> Case:
+    c = Case("hoom3_vllm_023_jit_build_enginecore_init_loop", "vllm", "0.23.0", day=10, hour=3,
+             model="/models/Qwen3-30B-A3B-NVFP4")
+    for _k in range(3):
+        inv = c.start(dt=0.2)
+        vllm_boot(c, inv, "load")
+        c.app(inv, "\rLoading safetensors checkpoint shards:  50% Completed | 2/4 [00:03<00:03,  1.62s/it]"
+                   "\rLoading safetensors checkpoint shards: 100% Completed | 4/4 [00:06<00:00,  1.58s/it]\r",
+              "engine", dt=6.5)
+        c.app(inv, c.vlog("INFO", "default_loader.py:267", "Loading weights took 6.38 seconds"), "engine")
+        c.app(inv, c.vlog("INFO", "gpu_model_runner.py:2653", "Model loading took 17.2214 GiB and 6.611907 seconds"),
+              "engine")
+        eng = c._proc(inv, "engine")[0]
+        c.kernel_line("ninja invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, "
+                      "oom_score_adj=0", dt=45.0)
+        c.kernel_line(f"oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+                      f"task_memcg=/system.slice/{c.unit},task=VLLM::EngineCor,pid={eng},uid=998")
+        c.kernel_line(f"Out of memory: Killed process {eng} (VLLM::EngineCor) total-vm:148032512kB, "
+                      "anon-rss:97650688kB, file-rss:61440kB, shmem-rss:8192kB, UID:998 pgtables:201344kB "
+                      "oom_score_adj:0", prio=3)
+        c.oom_killed(inv)
+        c.many(inv, [
+            "Traceback (most recent call last):",
+            '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/engine/utils.py", line 1209, in '
+            "wait_for_engine_startup",
+            "    raise RuntimeError(",
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        ], dt=0.3)
+        c.mgr(f"{c.unit}: Failed with result 'oom-kill'.", inv, dt=0.5, prio=4, mid="result", func="unit_log_failure",
+              UNIT_RESULT="oom-kill")
+        c.consumed(inv, "9min 12.530s")
+        c.auto_restart(inv)
+    return expect3(c, "host_oom_kill", True, ["Out of memory: Killed process"],
+                   ["healthy", "unknown", "engine_exception", "kv_cache_oom"],
+                   "https://github.com/vllm-project/vllm/issues/45626",
+                   "vLLM 0.23.0 (V1) with an NvFP4 MoE model on a GB10: FlashInfer JIT-compiles CUTLASS FP4 kernels on "
+                   "the first forward, ninja runs the nvcc jobs unbounded and the kernel OOM-kills the EngineCore "
+                   "(SIGKILL) mid-init; the API server only says `Engine core initialization failed ... Failed core "
+                   "proc(s): {}` (the report's complaint, quoted). Kernel lines follow the kernel's template with our "
+                   "pid/sizes; start-up lines are vLLM's templates. Restart=always, the same kill on each of three "
+                   "starts. The empty `Failed core proc(s): {}` wrapper is only the consequence.")
