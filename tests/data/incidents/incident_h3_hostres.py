@@ -280,7 +280,7 @@ def stale3_vllm_0102_orphan_enginecore_ppid1_loop() -> Case:
 @case3
 def kv3_vllm_080_v1_profile_oom_own_engine() -> Case:
     c = Case("kv3_vllm_080_v1_profile_oom_own_engine", "vllm", "0.8.0", day=4, hour=3,
-             model="/models/Qwen2.5-3B-Instruct")
+             model="/models/Qwen2.5-1.5B-Instruct")
     v = c.vlog
     inv = c.start()
     c.app(inv, v("INFO", "api_server.py:912", "vLLM API server version 0.8.0"), dt=4.0)
@@ -292,7 +292,7 @@ def kv3_vllm_080_v1_profile_oom_own_engine() -> Case:
     c.app(inv, "\rLoading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.02s/it]"
                "\rLoading safetensors checkpoint shards: 100% Completed | 2/2 [00:01<00:00,  1.05it/s]\r",
           "engine", dt=2.0)
-    c.app(inv, v("INFO", "gpu_model_runner.py:1140", "Model loading took 5.7916 GB and 2.318423 seconds"), "engine")
+    c.app(inv, v("INFO", "gpu_model_runner.py:1140", "Model loading took 2.8876 GB and 2.318423 seconds"), "engine")
     c.app(inv, v("INFO", "backends.py:409", "Using cache directory: /var/cache/vllm/torch_compile_cache/5c2a1f93e0/"
                  "rank_0_0 for vLLM's torch.compile"), "engine", dt=1.5)
     c.app(inv, v("INFO", "monitor.py:33", "torch.compile takes 11.42 s in total"), "engine", dt=11.4)
