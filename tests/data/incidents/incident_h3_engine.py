@@ -46,63 +46,58 @@ def no_side_cause(c: Case) -> None:
 
 
 @case3
-def exc3_sgl_0491_capture_not_permitted_loop() -> Case:
-    c = Case("exc3_sgl_0491_capture_not_permitted_loop", "sglang", "0.4.9.post1", day=11, hour=5, tp=8,
-             model="/models/DeepSeek-V3-0324")
-    sp = "/opt/conda/lib/python3.10/site-packages"
+def exc3_sgl_0462_capture_current_seed_loop() -> Case:
+    c = Case("exc3_sgl_0462_capture_current_seed_loop", "sglang", "0.4.6.post2", day=11, hour=5, tp=8,
+             model="/models/DeepSeek-V3")
+    sw = "/sgl-workspace/sglang/python/sglang/srt"
     lines = [
-        f'  File "{sp}/sglang/srt/layers/moe/topk.py", line 322, in biased_grouped_topk_gpu',
-        "    topk_weights, topk_ids = moe_fused_gate(",
-        f'  File "{sp}/sgl_kernel/moe.py", line 58, in moe_fused_gate',
-        "    return torch.ops.sgl_kernel.moe_fused_gate.default(",
-        f'  File "{sp}/torch/_ops.py", line 756, in __call__',
-        "    return self._op(*args, **kwargs)",
-        "RuntimeError: CUDA error: operation not permitted when stream is capturing",
-    ] + CUDA_ERR_TAIL + [
-        "",
-        "",
-        "During handling of the above exception, another exception occurred:",
-        "",
-        "Traceback (most recent call last):",
-        f'  File "{sp}/sglang/srt/managers/scheduler.py", line 2962, in run_scheduler_process',
-        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
-        f'  File "{sp}/sglang/srt/model_executor/model_runner.py", line 1412, in init_cuda_graphs',
+        f'  File "{sw}/managers/scheduler.py", line 2215, in run_scheduler_process',
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
+        f'  File "{sw}/managers/scheduler.py", line 268, in __init__',
+        "    self.tp_worker = TpWorkerClass(",
+        f'  File "{sw}/managers/tp_worker_overlap_thread.py", line 64, in __init__',
+        "    self.worker = TpModelWorker(server_args, gpu_id, tp_rank, dp_rank, nccl_port)",
+        f'  File "{sw}/managers/tp_worker.py", line 78, in __init__',
+        "    self.model_runner = ModelRunner(",
+        f'  File "{sw}/model_executor/model_runner.py", line 187, in __init__',
+        "    self.initialize(min_per_gpu_memory)",
+        f'  File "{sw}/model_executor/model_runner.py", line 233, in initialize',
+        "    self.init_cuda_graphs()",
+        f'  File "{sw}/model_executor/model_runner.py", line 1003, in init_cuda_graphs',
         "    self.cuda_graph_runner = CudaGraphRunner(self)",
-        f'  File "{sp}/sglang/srt/model_executor/cuda_graph_runner.py", line 338, in __init__',
+        f'  File "{sw}/model_executor/cuda_graph_runner.py", line 283, in __init__',
         "    raise Exception(",
-        "Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is capturing",
-    ] + SGL_CAPTURE_HELP
+        "Exception: Capture cuda graph failed: RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA "
+        "graph capture. ",
+        "If you need this call to be captured, please file an issue. ",
+        "Current cudaStreamCaptureStatus: cudaStreamCaptureStatusActive",
+    ] + SGL_CAPTURE_HELP + [""]
     for k in range(3):
         inv = c.start(dt=0.3 if k == 0 else 0.1)
         sglang_boot(c, inv, "capture")
-        c.app(inv, c.slog("Traceback (most recent call last):"), "sched", dt=6.0)
-        c.many(inv, [
-            f'  File "{sp}/sglang/srt/model_executor/cuda_graph_runner.py", line 336, in __init__',
-            "    self.capture()",
-            f'  File "{sp}/sglang/srt/model_executor/cuda_graph_runner.py", line 436, in capture',
-            "    ) = self.capture_one_batch_size(bs, forward)",
-        ], "sched")
+        c.app(inv, "\rCapturing batches (avail_mem=10.92 GB):   0%|          | 0/35 [00:00<?, ?it/s]", "sched", dt=2.0)
         sglang_sched_exception(c, inv, lines)
+        c.app(inv, c.slog("Scheduler hit an exception: Traceback (most recent call last):", "TP1"), "sched1", dt=0.1)
+        c.many(inv, lines, "sched1")
         sglang_sigquit(c, inv, serving=False)
-        c.exit(inv, "killed", "9", restart=True, cpu="2min 51.204s")
+        c.exit(inv, "killed", "9", restart=True, cpu="4min 11.204s")
     inv = c.start(dt=0.1)
     sglang_boot(c, inv, "weights")
     c.extra["unit_file"] = ("[Service]\nExecStart=/opt/sglang/bin/python3 -m sglang.launch_server --model-path "
-                            f"{c.model} --tp 8 --trust-remote-code --enable-torch-compile\nRestart=always\n"
-                            "RestartSec=10\n")
+                            f"{c.model} --tp 8 --trust-remote-code --mem-fraction-static 0.8 --cuda-graph-max-bs 32\n"
+                            "Restart=always\nRestartSec=10\n")
     return expect3(c, "engine_exception", True,
-                   ["RuntimeError: CUDA error: operation not permitted when stream is capturing",
-                    "Capture cuda graph failed"],
+                   ["Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture"],
                    ["healthy", "cuda_graph_capture_oom", "kv_cache_oom", "segfault"],
-                   "https://github.com/sgl-project/sglang/issues/7918",
-                   "SGLang 0.4.9.post1 with --enable-torch-compile: the sgl_kernel moe_fused_gate op is not capturable, "
-                   "CUDA graph capture fails with `operation not permitted when stream is capturing` (not an OOM). The "
-                   "moe_fused_gate/topk frames, the RuntimeError with torch's CUDA lines and the cuda_graph_runner "
-                   "336/436 frames are verbatim; the report's middle traceback is cut after capture_one_batch_size, so "
-                   "the scheduler frames and the `Capture cuda graph failed: {e}` wrapper with its `Possible solutions` "
-                   "block follow SGLang's template (FORMATS a.4), {e} assumed to be the RuntimeError shown. The help "
-                   "text suggests --mem-fraction-static, a decoy for a capture OOM. Restart=always: three identical "
-                   "failing starts (loop), a fourth is loading at the end.")
+                   "https://github.com/sgl-project/sglang/issues/6033",
+                   "DeepSeek-V3 on H200 with the lmsysorg/sglang:v0.4.6.post2-cu124 image: CUDA graph capture fails "
+                   "because a sampling op asks the CUDA generator for its seed while the stream is capturing. The "
+                   "three-line `Exception: Capture cuda graph failed: RuntimeError: Cannot call "
+                   "CUDAGeneratorImpl::current_seed ...` message is verbatim; the report says lowering "
+                   "--mem-fraction-static / --cuda-graph-max-bs does not help (not an OOM), and SGLang's own `Possible "
+                   "solutions` block (template, FORMATS a.4) still suggests them, a decoy for a capture OOM. The "
+                   "scheduler frames (file/line) are SGLang 0.4.6's shape, ours; TP1 repeats the message. "
+                   "Restart=always: three identical failing starts (loop), a fourth is loading at the end.")
 
 
 @case3
@@ -339,14 +334,17 @@ def exc3_vllm_060_v0_multistep_assert_http_up() -> Case:
                    "Internal Server Error", dt=9.0)
     c.extra["systemctl_show"] = {"ActiveState": "active", "SubState": "running", "MainPID": str(inv.main),
                                  "NRestarts": "0", "Result": "success"}
+    c.extra["unit_file"] = ("[Service]\nEnvironment=VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1\nExecStart=/opt/vllm/bin/vllm "
+                            f"serve {c.model} --tensor-parallel-size 2 --num-scheduler-steps 8\nRestart=on-failure\n")
     return expect3(c, "engine_exception", False, ["assert isinstance(attn_metadata, FlashAttentionMetadata)"],
                    ["healthy", "unknown"], "https://github.com/vllm-project/vllm/issues/8194",
                    "vLLM 0.6.0 (V0, --num-scheduler-steps): the multi-step runner asserts FlashAttention metadata and "
                    "the AsyncLLMEngine background loop dies (`Engine background task failed` at async_llm_engine.py:63, "
                    "frames from multi_step_model_runner and the `Exception in callback functools.partial(...)` block "
                    "verbatim; the outer frames between them and the AsyncEngineDeadError message follow vLLM 0.6's "
-                   "template). The process and its HTTP server stay up and answer 500 to every request: the unit is "
-                   "`active (running)` but the engine is dead.")
+                   "template). With VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1 in the unit (ours) the process and its HTTP "
+                   "server stay up and answer 500 to every request, as in the report: the unit is `active (running)` "
+                   "but the engine is dead.")
 
 
 # ============================== unknown ========================================================
@@ -469,7 +467,7 @@ def unk3_sgl_041_retract_flood_suppressed() -> Case:
             c.app(inv, c.slog(f"Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: "
                               f"0.{980 + k:04d} -> 0.9446", rank), role, dt=0.02)
         c.app(inv, c.slog(f"Decode batch. #running-req: 2, #token: {307801 + 40 * k}, token usage: 1.00, gen "
-                          "throughput (token/s): 10.94, #queue-req: 0"), "sched", dt=0.3)
+                          "throughput (token/s): 10.94, #queue-req: 0"), "sched", dt=3.6)
     c.suppressed(inv, 18734, dt=1.5)
     c.exit(inv, "killed", "9", restart=True, dt=21.0, cpu="3h 12min 40.117s")
     inv2 = c.start(dt=0.1)
