@@ -150,42 +150,44 @@ def exc3_sgl_048_logit_bias_indexerror() -> Case:
 
 
 @case3
-def exc3_sgl_0496_update_running_batch_illegal_memory() -> Case:
-    c = Case("exc3_sgl_0496_update_running_batch_illegal_memory", "sglang", "0.4.9.post6", day=13, hour=5,
+def exc3_sgl_043_lora_decode_illegal_memory() -> Case:
+    c = Case("exc3_sgl_043_lora_decode_illegal_memory", "sglang", "0.4.3.post2", day=13, hour=5,
              model="/models/Qwen2.5-7B-Instruct")
-    sp = "/opt/conda/lib/python3.10/site-packages"
+    sw = "/sgl-workspace/sglang/python/sglang/srt"
     inv = c.start()
     sglang_boot(c, inv)
-    sglang_decode(c, inv, 6, tput=2310.0, running=64)
+    sglang_decode(c, inv, 6, tput=1850.0, running=32)
     sglang_sched_exception(c, inv, [
-        f'  File "{sp}/sglang/srt/managers/scheduler.py", line 3000, in run_scheduler_process',
+        f'  File "{sw}/managers/scheduler.py", line 1825, in run_scheduler_process',
         "    scheduler.event_loop_overlap()",
-        f'  File "{sp}/torch/utils/_contextlib.py", line 116, in decorate_context',
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/utils/_contextlib.py", line 116, in decorate_context',
         "    return func(*args, **kwargs)",
-        f'  File "{sp}/sglang/srt/managers/scheduler.py", line 839, in event_loop_overlap',
-        "    batch = self.get_next_batch_to_run()",
-        f'  File "{sp}/sglang/srt/managers/scheduler.py", line 1683, in get_next_batch_to_run',
-        "    self.running_batch = self.update_running_batch(self.running_batch)",
-        f'  File "{sp}/sglang/srt/managers/scheduler.py", line 1757, in update_running_batch',
-        "    batch.prepare_for_decode()",
-        f'  File "{sp}/sglang/srt/managers/schedule_batch.py", line 1512, in prepare_for_decode',
-        "    self.seq_lens.add_(1)",
+        f'  File "{sw}/managers/scheduler.py", line 519, in event_loop_overlap',
+        "    self.process_batch_result(tmp_batch, tmp_result)",
+        f'  File "{sw}/managers/scheduler.py", line 1116, in process_batch_result',
+        "    self.process_batch_result_decode(batch, result)",
+        f'  File "{sw}/managers/scheduler.py", line 1308, in process_batch_result_decode',
+        "    self.current_stream.synchronize()",
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/cuda/streams.py", line 100, in synchronize',
+        "    super().synchronize()",
         "RuntimeError: CUDA error: an illegal memory access was encountered",
-    ] + CUDA_ERR_TAIL + ["", ""])
-    sglang_sigquit(c, inv, serving=False)
+    ] + CUDA_ERR_TAIL + [""])
+    c.app(inv, c.slog("Received sigquit from a child proces. It usually means the child failed.", None), dt=0.02)
     c.exit(inv, "killed", "9")
     c.extra["systemctl_show"] = {"ActiveState": "failed", "SubState": "failed", "Result": "signal", "MainPID": "0",
                                  "NRestarts": "0"}
+    c.extra["unit_file"] = ("[Service]\nExecStart=/opt/sglang/bin/python3 -m sglang.launch_server --model-path "
+                            f"{c.model} --lora-paths adapter0=/models/lora/qwen7b-sft-a adapter1=/models/lora/"
+                            "qwen7b-sft-b --max-loras-per-batch 4\nRestart=no\n")
     c.extra["kernel_journal"] = []
-    return expect3(c, "engine_exception", False, ["CUDA error: an illegal memory access was encountered"],
+    return expect3(c, "engine_exception", False, ["RuntimeError: CUDA error: an illegal memory access was encountered"],
                    ["healthy", "gpu_hardware_xid", "cuda_oom_runtime", "unknown"],
-                   "https://github.com/zhaochenyang20/Awesome-ML-SYS-Tutorial/issues/192",
-                   "SGLang 0.4.9.post6 serving multi-turn traffic (the report: verl GRPO rollouts on 8x A100, after 30 "
-                   "good steps): the scheduler dies in update_running_batch with CUDA's illegal memory access. The "
-                   "`Scheduler hit an exception` head and the frames down to update_running_batch are verbatim (Ray's "
-                   "`(WorkerDict pid=...)` prefix dropped); the report's excerpt is cut there, so the last two frames "
-                   "are ours and the error line is the report's title with torch's CUDA lines. No Xid in the kernel "
-                   "log (empty window). Restart=no: the unit stays failed.")
+                   "https://github.com/sgl-project/sglang/issues/3713",
+                   "SGLang (February 2025, sgl-workspace image, 0.4.3.postN) serving with LoRA adapters crashes after a "
+                   "while: the overlap scheduler's process_batch_result_decode synchronize() surfaces CUDA's illegal "
+                   "memory access. The `Scheduler hit an exception` traceback and the main process's `Received sigquit "
+                   "from a child proces.` (sic, that version's typo) are verbatim; adapters and paths ours. No Xid in "
+                   "the kernel log (empty window). Restart=no: the unit stays failed.")
 
 
 @case3
