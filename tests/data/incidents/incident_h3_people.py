@@ -229,7 +229,7 @@ def stop3_sgl_0512_teardown_hung_scheduler() -> Case:
     sglang_boot(c, inv)
     sglang_decode(c, inv, 3)
     t = c.stopping(inv, "stop", dt=25.0)
-    sglang_drain(c, inv, 1, remaining=1)
+    sglang_drain(c, inv, 1, remaining=3)
     c.app(inv, c.slog("Gracefully exiting... Remaining number of requests 0. Remaining requests "
                       "remaining_rids=[].", None), dt=5.0)
     c.stop_timeout(inv, ["main", "sched", "detok"], after=85.0)
