@@ -32,7 +32,7 @@ from bench_diagnosis import (  # noqa: E402
     render,
     write_doc,
 )
-from incident_build import HOLDOUT2, HOLDOUT3, split_of  # noqa: E402
+from incident_build import HOLDOUT2, HOLDOUT3, HOLDOUT4, split_of  # noqa: E402
 from incident_build import main as build_corpus  # noqa: E402
 
 CURSOR = re.compile(r"^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$")
@@ -121,15 +121,17 @@ def test_every_label_has_three_cases_and_a_holdout_case() -> None:
 
 
 def test_about_a_third_is_holdout() -> None:
-    first = [c for c in CASES if c.split not in ("holdout2", "holdout3")]
+    first = [c for c in CASES if c.split not in ("holdout2", "holdout3", "holdout4")]
     share = sum(c.split == "holdout" for c in first) / len(first)
     assert 0.28 <= share <= 0.40, share
 
 
 def test_splits_are_tune_holdout_holdout2_and_holdout3() -> None:
-    assert {"tune", "holdout", "holdout2"} <= {c.split for c in CASES} <= {"tune", "holdout", "holdout2", "holdout3"}
+    assert {"tune", "holdout", "holdout2"} <= {c.split for c in CASES} <= {"tune", "holdout", "holdout2", "holdout3",
+                                                                          "holdout4"}
     assert {c.id for c in CASES if c.split == "holdout2"} == set(HOLDOUT2)
     assert {c.id for c in CASES if c.split == "holdout3"} == set(HOLDOUT3)
+    assert {c.id for c in CASES if c.split == "holdout4"} == set(HOLDOUT4)
 
 
 def test_holdout2_is_a_fresh_sample_over_the_labels() -> None:
@@ -149,7 +151,7 @@ def test_holdout3_is_a_third_fresh_sample_over_every_label() -> None:
     case cites, over every label, both engines."""
     third = [c for c in CASES if c.split == "holdout3"]
     others = {c.expected["url"] for c in CASES if c.split != "holdout3"}
-    assert len(third) >= 55 and 0.28 <= len(third) / len(CASES) <= 0.40, len(third)
+    assert len(third) >= 55, len(third)
     assert [c.id for c in third if c.expected["url"] in others] == []
     assert {c.expected["cause"] for c in third} == set(CAUSES)
     assert sum(c.expected["engine"] == "sglang" for c in third) >= 20
@@ -182,7 +184,8 @@ def test_scorer_gives_a_perfect_score_to_the_truth_and_flags_harmful_answers(tmp
     truth = {c.id: c.expected for c in CASES}
     perfect = evaluate(CASES, _oracle(truth))
     assert perfect.splits["all"].accuracy == 1.0 and perfect.splits["all"].key_recall == 1.0
-    assert sum(perfect.splits[s].n for s in ("tune", "holdout", "holdout2", "holdout3")) == len(CASES)
+    assert sum(perfect.splits[s].n for s in perfect.splits if s != "all") == len(CASES)
+    assert set(perfect.splits) <= {"tune", "holdout", "holdout2", "holdout3", "holdout4", "all"}
     assert perfect.splits["all"].violations == []
     healthy = evaluate(CASES, _oracle(truth, wrong="healthy"))
     n_healthy = sum(c.expected["cause"] == "healthy" for c in CASES)

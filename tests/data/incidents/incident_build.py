@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from incident_holdout2 import CASES2  # noqa: E402
 from incident_holdout3 import CASES3  # noqa: E402
+from incident_holdout4 import CASES4  # noqa: E402
 from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
 from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
@@ -50,12 +51,15 @@ SPLIT_SALT = "incidents-134"  # picked once, before any scoring: ~1/3 holdout an
 
 
 HOLDOUT2 = frozenset(fn.__name__ for fn in CASES2)  # the second holdout (incident_holdout2.py), scored once
-HOLDOUT3 = frozenset(fn.__name__ for fn in CASES3)  # the third holdout (incident_h3_*.py): scored, never tuned on
+HOLDOUT3 = frozenset(fn.__name__ for fn in CASES3)  # the third holdout (incident_h3_*.py), scored once
+HOLDOUT4 = frozenset(fn.__name__ for fn in CASES4)  # the fourth holdout (incident_h4_*.py): scored, never tuned on
 
 
 def split_of(cid: str) -> str:
-    """Deterministic split: the cases of incident_h3_*.py are `holdout3`, of incident_holdout2.py `holdout2`; of
+    """Deterministic split: incident_h4_*.py `holdout4`, incident_h3_*.py `holdout3`, incident_holdout2.py `holdout2`; of
     the others, SHA-1 of salt + id, one residue class of three is holdout."""
+    if cid in HOLDOUT4:
+        return "holdout4"
     if cid in HOLDOUT3:
         return "holdout3"
     if cid in HOLDOUT2:
@@ -1782,7 +1786,8 @@ def write_readme(root: Path, cases: list[Case]) -> None:
     n_hold = sum(c.expected["split"] == "holdout" for c in cases)
     n_hold2 = sum(c.expected["split"] == "holdout2" for c in cases)
     n_hold3 = sum(c.expected["split"] == "holdout3" for c in cases)
-    tail = f"\n{len(cases)} cases, {n_hold} holdout, {n_hold2} holdout2, {n_hold3} holdout3.\n"
+    n_hold4 = sum(c.expected["split"] == "holdout4" for c in cases)
+    tail = f"\n{len(cases)} cases, {n_hold} holdout, {n_hold2} holdout2, {n_hold3} holdout3, {n_hold4} holdout4.\n"
     (root / "README.md").write_text(README_HEAD + "\n".join(rows) + "\n" + tail)
 
 
@@ -1894,6 +1899,7 @@ def unk_sgl_059_killed_no_evidence() -> Case:
 CASES.extend(TUNE3)
 CASES.extend(CASES2)
 CASES.extend(CASES3)
+CASES.extend(CASES4)
 
 
 def main(root: Path = HERE) -> int:

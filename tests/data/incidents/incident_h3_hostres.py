@@ -11,7 +11,7 @@ docs/DIAGNOSIS.md "Labels" only, set before any diagnoser was run.
 from __future__ import annotations
 
 from incident_h3_base import Case, case3, expect3
-from incident_kit import STAMP_G, STAMP_S, STAMP_V, Inv
+from incident_kit import STAMP_G, STAMP_S, Inv
 from incident_scenes import ownership, sglang_boot, vllm_boot, vllm_serve, vllm_start_fail
 
 

@@ -9,7 +9,6 @@ from incident_kit / incident_scenes (FORMATS.md). Labels follow docs/DIAGNOSIS.m
 from __future__ import annotations
 
 from incident_h3_base import Case, case3, expect3
-from incident_kit import STAMP_V, Inv
 from incident_scenes import sglang_boot, sglang_sched_exception, sglang_sigquit, vllm_boot, vllm_start_fail
 
 V08_API_TAIL = [
