@@ -29,7 +29,7 @@ MEMORY_SIGNALS = ("kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_
 _OOM_PID_RX = re.compile(r"oom-kill:.*?[,:]pid=(\d+)")
 _XID_HEAD = re.compile(r"^pid=[^,]*, name=[^,]*, ")
 _KERNEL_SEGV = re.compile(r"\[(\d+)\]: segfault at ")
-_VALIDATION_RX = re.compile(r"^(?:[\w.]*\.)?(?:ValueError|AssertionError|TypeError|ValidationError"
+_VALIDATION_RX = re.compile(r"^(?:[\w.]*\.)?(?:ValueError|AssertionError|TypeError|NotImplementedError|ValidationError"
                             r"|ArgumentTypeError|ArgumentError): ")
 _OPTION_RX = re.compile(r"--[a-z][\w-]+|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # `--max-model-len`, `max_num_seqs`
 UNSURE = 0.5  # below this confidence the answer is `unknown` with the most telling lines

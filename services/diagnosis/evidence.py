@@ -66,37 +66,67 @@ def _line(e: JournalEntry | SystemdEvent) -> Line:
 
 
 def _systemd_lines(inv: Invocation, mode: str) -> list[Line]:
+    """systemd's exit/result lines (and the stop job's), the first of each kind."""
     kinds = {"main_exited", "failed_result", "stop_timeout", "oom_kill", "start_limit_hit"}
     if mode == "stop":
         kinds |= {"stopping", "killing"}
-    return [_line(ev) for ev in inv.events if ev.kind in kinds]
+    first: dict[str, SystemdEvent] = {}
+    for ev in inv.events:
+        if ev.kind in kinds:
+            first.setdefault(ev.kind, ev)
+    return [_line(ev) for ev in first.values()]
+
+
+def _root_lines(inv: Invocation, errors: list[Line]) -> list[Line]:
+    """The root exception (with the `assert` source line of a bare `AssertionError`) and the first error line."""
+    out: list[Line] = []
+    root = root_exception(inv)
+    if root is not None:
+        out.append(_line(root.entry))
+        if _BARE_EXCEPTION.match(strip_engine_prefix(root.entry.message)):
+            asserts = [s for s in inv.signals("assert_source") if s.entry.realtime_us <= root.entry.realtime_us]
+            out += [_line(s.entry) for s in asserts[-1:]]
+    return out + errors[:1]
+
+
+def _context_lines(ctx: Context, inv: Invocation, label: str) -> list[Line]:
+    """Lines that help a person follow the story, quoted when there is room: what died as the engine says it, the
+    phase a memory failure happened in, a left-over holder, what a hung stop was doing, an orderly shutdown."""
+    out: list[Line] = []
+    if ctx.mode == "failure":
+        out += [_line(s.entry) for s in inv.signals("engine_death")[:2]]
+    if label in {"cuda_graph_capture_oom", "kv_cache_oom"} and ctx.mode == "failure":
+        mark = inv.mark_lines.get("capture" if label == "cuda_graph_capture_oom" else "kv_sizing")
+        out += [_line(mark)] if mark is not None else []
+    if label == "gpu_memory_held_by_stale_process":
+        out += [_line(ev) for ev in inv.leftovers[:1]]
+    if label == "stop_timeout_sigkill" and inv.stop_requested_us is not None:
+        before = [e for e in inv.tail if e.pid != 1 and e.realtime_us <= inv.stop_requested_us]
+        out += [_line(e) for e in before[-1:]]
+    if label == "unknown":  # what died, then the last words before the end
+        out += [_line(s.entry) for s in inv.signals("engine_death", "died_silently")[:3]]
+        out += [_line(e) for e in list(inv.tail)[-2:] if e.pid != 1]
+    if ctx.mode == "stop":
+        out += [_line(s.entry) for s in inv.signals("shutdown_line")[:2]]
+    return out + [_line(ev) for ev in inv.suppressed[:1]]
 
 
 def select(ctx: Context, label: str, match: Match) -> tuple[str, ...]:
-    """The evidence lines, `HH:MM:SS.mmm message`, in time order; the unit's flags last."""
-    picked: list[Line] = [_line(e) for e in match.lines[:3]]
+    """The evidence lines, `HH:MM:SS.mmm message`, in time order; the unit's flags last. The lines that decided
+    the rule, the root exception, systemd's exit/result (or stop) lines and the restart counter come first; the
+    context lines fill the rest up to MAX_LINES."""
+    essential: list[Line] = [_line(e) for e in match.lines[:3]]
+    context: list[Line] = []
     inv = ctx.focus
-    if inv is not None and label not in {"healthy"}:
-        root = root_exception(inv) if ctx.mode == "failure" else None
-        if root is not None:
-            picked.append(_line(root.entry))
-            if _BARE_EXCEPTION.match(strip_engine_prefix(root.entry.message)):  # `AssertionError` alone: its assert
-                asserts = [s for s in inv.signals("assert_source") if s.entry.realtime_us <= root.entry.realtime_us]
-                picked += [_line(s.entry) for s in asserts[-1:]]
-        errors = inv.signals(*ERROR_SIGNALS) if ctx.mode == "failure" else []
-        if errors:
-            picked.append(_line(errors[0].entry))
-        if label in {"unknown"}:  # what died, then the last words before the end
-            picked += [_line(s.entry) for s in inv.signals("engine_death", "died_silently")[:3]]
-            picked += [_line(e) for e in list(inv.tail)[-2:] if e.pid != 1]
-        if ctx.mode == "stop":  # the engine's own orderly shutdown: the stop was obeyed
-            picked += [_line(s.entry) for s in inv.signals("shutdown_line")[:2]]
-        picked += _systemd_lines(inv, ctx.mode)[:3]
-        picked += [_line(ev) for ev in inv.suppressed[:1]]
+    if inv is not None and label != "healthy" and ctx.mode == "failure":
+        essential += _root_lines(inv, [_line(s.entry) for s in inv.signals(*ERROR_SIGNALS)[:1]])
     restarts = [ev for i in ctx.invocations for ev in i.events if ev.kind == "scheduled_restart"]
-    if restarts and label not in {"healthy"}:
-        picked.append(_line(restarts[-1]))
-    unique = list(dict.fromkeys(line for line in picked if line[1].strip()))[:MAX_LINES]
+    if restarts and label != "healthy":
+        essential.append(_line(restarts[-1]))
+    if inv is not None and label != "healthy":
+        essential += _systemd_lines(inv, ctx.mode)[:5]
+        context = _context_lines(ctx, inv, label)
+    unique = list(dict.fromkeys(line for line in essential + context if line[1].strip()))[:MAX_LINES]
     unique.sort()
     lines = [f"{_stamp(t)} {quote(msg)}" for t, msg in unique]
     flags = unit_flags(ctx.side.unit_file, FLAGS_FOR.get(label, ()))

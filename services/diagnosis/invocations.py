@@ -23,6 +23,8 @@ from services.journal import Capacity, JournalEntry, SystemdEvent, classify, par
 STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "benchmark"})
 MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})
 DEATH_SIGS = frozenset({"engine_death", "segfault", "native_abort", "health_failed"})
+# a start that logged one of these and then neither ended nor got ready is stuck: an incident without an exit
+STALL_SIGS = ("port_in_use", "kv_not_enough", "cuda_oom", "model_load", "nccl", "bad_argument")
 # Xids whose resolution is a GPU reset/drain (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors/
 # analyzing-xid-catalog.html: 48 DBE, 63/64 row remapping, 74 NVLink, 79 fallen off the bus, 92/94/95 ECC,
 # 119/120 GSP, 140 unrecovered ECC, 154 recovery action changed to reset; 46 GPU stopped processing)
@@ -75,15 +77,23 @@ class Invocation:
     leftovers: list[SystemdEvent] = field(default_factory=list)
     stop_requested_us: int | None = None
     stop_action: Action | None = None
+    mark_lines: dict[str, JournalEntry] = field(default_factory=dict)  # the latest line that marked each phase
 
     @property
     def ended(self) -> bool:
         return self.exit is not None or self.result is not None or self.deactivated or self.failed_to_start
 
     @property
+    def stalled(self) -> bool:
+        """Still starting at the end of the journal after a start-up failure line (a thread that died binding its
+        port, an OOM the engine waits on): nothing exits, nothing serves."""
+        return (not self.ended and self.ready_us is None and self.stop_requested_us is None
+                and bool(self.signals(*STALL_SIGS)))
+
+    @property
     def failed(self) -> bool:
-        """Ended badly, or lost an engine process, without anyone asking it to stop first."""
-        if self.crashed:
+        """Ended badly, lost an engine process, or stalled in its start, without anyone asking it to stop first."""
+        if self.crashed or self.stalled:
             return True
         if self.stop_requested_us is not None:
             return False
@@ -118,6 +128,7 @@ class Invocation:
             mark = phase_mark(msg, vllm=self.vllm)
             if mark is not None:
                 self._enter(mark, t)
+                self.mark_lines[mark] = entry
             if self.capacity is None and "max_total_num_tokens=" in msg:
                 self.capacity = parse_capacity(msg)
         sigs = signals_of(msg)

@@ -75,6 +75,8 @@ SIGNATURES: tuple[Sig, ...] = (
     Sig("capture_frame", "torch traceback", _rx(r"capture_model\(|in capture_model|graph_runner\.capture\("
                                                r"|cuda_graph_runner\.py"), "cap_vllm_019_capture_model_oom",
         seen="vllm 0.19.0"),
+    Sig("capture_frame", "torch traceback", _rx(r"\.capture_end\(\)"), "cap3_vllm_0110_qwen3vl_full_decode_capture",
+        seen="vllm 0.11.0"),
     # --- start-up refusals ---
     Sig("port_in_use", "python", _rx(r"address already in use|Address already in use|\[Errno 98\]|EADDRINUSE"),
         "port_vllm_066_tcpstore", seen="vllm 0.6.6"),
@@ -169,7 +171,7 @@ SIGNATURES: tuple[Sig, ...] = (
         "cap_vllm_v0_082_capture_oom_wrapper", seen="vllm 0.8.2"),
     Sig("wrapper", "vllm-v1", _rx(r"Engine core initialization failed|EngineDeadError|AsyncLLM output_handler failed"
                                   r"|EngineCore failed to start|WorkerProc hit an exception|died unexpectedly"
-                                  r"|WorkerProcDiedError"),
+                                  r"|WorkerProcDiedError|Worker failed with error '"),
         "cap_vllm_019_capture_model_oom", seen="vllm 0.19.0"),
     # --- Python ---
     Sig("exception_line", "python", _rx(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)(?:: |$)"),
@@ -200,7 +202,7 @@ MARKS: tuple[Mark, ...] = (
     Mark("kv_sizing", _rx(r"Load weight end|Loading weights took|Model loading took|Memory profiling takes"
                           r"|KV Cache is allocated|Available KV cache memory|# GPU blocks:|GPU KV cache size"),
          "rt_vllm_011_oom_exit0_restart"),
-    Mark("capture", _rx(r"Capture (?:\w+ )*cuda graph begin|Capturing CUDA graph shapes|Capturing batches \("
+    Mark("capture", _rx(r"Capture (?:\w+ )*cuda graph begin|Capturing CUDA graph(?: shapes|s \()|Capturing batches \("
                         r"|Capturing cudagraphs|Capturing the model for CUDA graphs|in capture_model"
                         r"|capture_model\(\)|graph_runner\.capture|cuda_graph_runner\.py", re.IGNORECASE),
          "cap_vllm_v0_082_capture_oom_wrapper"),
@@ -214,7 +216,7 @@ VLLM_LINE = _rx(r"vLLM API server version|Initializing an? (?:V[01] )?LLM engine
                 r"|\(VllmWorkerProcess pid=|vllm/(?:entrypoints|engine|worker|v1)/")
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_VLLM_TAG = re.compile(r"^\s*\((?:[A-Za-z_]+[\w]*) pid=\d+\)\s*")
+_VLLM_TAG = re.compile(r"^\s*\((?:[A-Za-z_]+[\w]*)(?: rank=\d+)? pid=\d+\)\s*")  # (VllmWorker rank=1 pid=N) too
 _VLLM_HEAD = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
                         r"(?:\[[\w.]+:\d+\]|[\w.]+:\d+\]) ?")
 _SGL_HEAD = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)*\] ")
@@ -224,7 +226,7 @@ _GATE = re.compile(
     r"|ADDRINUSE|afetensor|tokenizer|weights|Fatal|warmup|Process |device handle|NVML|GPU|Draining|Not enough"
     r"|huggingface|gated|restricted|401|Max retries|snapshot|Offline|Repository|path_or_model|HTTP/1\.1\" 4"
     r"|context length|too long|longer|Aborted|disconnect|usage: |max_total_num_tokens|initialization failed"
-    r"|capture_model|graph_runner|exiting|hutting down|assert |in use|not available|[a-z]\.[A-Z]\w*: "
+    r"|capture_model|graph_runner|capture_end|exiting|hutting down|assert |in use|not available|[a-z]\.[A-Z]\w*: "
     r"|Initializ|Init torch|Load weight|load model"
 )
 
