@@ -398,3 +398,148 @@ def load4_sgl_047_missing_preprocessor_config() -> Case:
                    "2025), the frames (the tokenizer manager's get_processor in the main process) and line numbers, "
                    "the scheduler's start-up lines, the unit and systemd's lines are ours. The main process dies "
                    "with the traceback (status 1) while the scheduler is still loading; Restart=no.")
+
+
+@case4
+def load4_vllm_012_glm47_no_tokenizer_file() -> Case:
+    c = Case("load4_vllm_012_glm47_no_tokenizer_file", "vllm", "0.12.0", day=29, hour=14, tp=8,
+             model="/data/models/glm4.7/GLM-4.7-FP8")
+    venv = "/data/models/glm4.7/.venv12/lib/python3.13/site-packages"
+
+    def api(inv, msg: str, dt: float = 0.01) -> None:  # 0.12's tag as the report shows it: `ESC[0;36m(APIServer pid=N)`
+        c.app(inv, f"\x1b[0;36m(APIServer pid={inv.main})\x1b[0;0m {msg}", dt=dt, tag=False)
+
+    inv = c.start()
+    api(inv, f"INFO {STAMP_V} [api_server.py:1772] vLLM API server version 0.12.0", dt=4.8)
+    api(inv, f"INFO {STAMP_V} [utils.py:253] non-default args: {{'model_tag': '{c.model}', 'host': '0.0.0.0', "
+             f"'port': 8000, 'model': '{c.model}', 'served_model_name': ['glm-4.7'], 'tensor_parallel_size': 8, "
+             "'enable_auto_tool_choice': True, 'tool_call_parser': 'glm47', 'reasoning_parser': 'glm45'}")
+    api(inv, f"INFO {STAMP_V} [model.py:637] Resolved architecture: Glm4MoeForCausalLM", dt=3.1)
+    api(inv, f"INFO {STAMP_V} [model.py:1750] Using max model len 202752")
+    for line in [
+        "Traceback (most recent call last):",
+        '  File "/data/models/glm4.7/.venv12/bin/vllm", line 10, in <module>',
+        "    sys.exit(main())",
+        "             ~~~~^^",
+        f'  File "{venv}/vllm/entrypoints/openai/api_server.py", line 183, in build_async_engine_client',
+        "    async with build_async_engine_client_from_engine_args(",
+        "               ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~^",
+        "        engine_args,",
+        "        ^^^^^^^^^^^^",
+        "    ...<2 lines>...",
+        "        client_config=client_config,",
+        "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        "    ) as engine:",
+        "    ^",
+        '  File "/data/models/miniconda3/lib/python3.13/contextlib.py", line 214, in __aenter__',
+        "    return await anext(self.gen)",
+        "           ^^^^^^^^^^^^^^^^^^^^^",
+        f'  File "{venv}/vllm/entrypoints/openai/api_server.py", line 224, in build_async_engine_client_from_engine_args',
+        "    async_llm = AsyncLLM.from_vllm_config(",
+        f'  File "{venv}/vllm/tokenizers/registry.py", line 211, in get_tokenizer',
+        "    tokenizer = tokenizer_cls.from_pretrained(",
+        f'  File "{venv}/vllm/tokenizers/mistral.py", line 229, in from_pretrained',
+        "    tokenizer = MistralCommonBackend.from_pretrained(",
+        "                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        f'  File "{venv}/transformers/tokenization_mistral_common.py", line 1791, in from_pretrained',
+        '    raise ValueError(f"No tokenizer file found in directory: {pretrained_model_name_or_path}")',
+        f"ValueError: No tokenizer file found in directory: {c.model}",
+    ]:
+        api(inv, line)
+    c.exit(inv, "exited", "1", cpu="31.207s")
+    return expect4(c, "model_load_failure", False, ["ValueError: No tokenizer file found in directory"],
+                   ["healthy", "bad_argument", "unknown", "kv_cache_oom"],
+                   "https://github.com/vllm-project/vllm/issues/31444",
+                   "GLM-4.7 served from a local directory fails after upgrading vLLM from 0.11.2 to 0.12: the API "
+                   "server cannot load the tokenizer (`No tokenizer file found in directory`, the report's title). "
+                   "The `\\x1b[0;36m(APIServer pid=N)\\x1b[0;0m` tag and the api_server.py:183 / contextlib.py:214 "
+                   "frames (Python 3.13, the venv path) are verbatim from the report; the tokenizer frames and the "
+                   "ValueError line follow the same error in vllm-omni#917 (vLLM's tokenizers/mistral.py and "
+                   "transformers' tokenization_mistral_common.py), the model directory name, the start-up lines and "
+                   "systemd's lines are ours. Outside the 0.8-0.11 range on purpose (the report's version). "
+                   "Restart=no: one failure.")
+
+
+@case4
+def load4_vllm_016_hub_connect_timeout_retries() -> Case:
+    c = Case("load4_vllm_016_hub_connect_timeout_retries", "vllm", "0.16.0rc2", day=30, hour=14,
+             model="openai/gpt-oss-120b")
+    hf = "/usr/local/lib/python3.12/dist-packages/huggingface_hub"
+    url = "https://huggingface.co/openai/gpt-oss-120b/resolve/main/config.json"
+
+    def api(inv, msg: str, dt: float = 0.01) -> None:  # docker logs without a TTY: plain `(APIServer pid=1)` tag
+        c.app(inv, f"(APIServer pid={inv.main}) {msg}", dt=dt, tag=False)
+
+    def timeout_warning(inv, addr: str, rid: str) -> str:
+        return (f"'(MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with "
+                f"url: /openai/gpt-oss-120b/resolve/main/config.json (Caused by ConnectTimeoutError(<HTTPSConnection("
+                f"host='huggingface.co', port=443) at {addr}>, 'Connection to huggingface.co timed out. (connect "
+                f"timeout=10)'))\"), '(Request ID: {rid})')' thrown while requesting HEAD {url}")
+
+    retries = [  # (wait, object address, request id); the 4th and 5th warnings are the report's
+        ("1s", "0xf0ff49d12e10", "5b1f0c2e-8a43-4f0e-9d7a-2f6c1b0e4a11"),
+        ("2s", "0xf0ff49d13350", "e07a4d93-1c5b-4b6e-a2f8-93d0c7e15b22"),
+        ("4s", "0xf0ff49d13b90", "7c3e9f10-5d2a-4c81-8e4b-0a6f2d9c3e33"),
+        ("8s", "0xf0ff49d14050", "092a846c-0a2a-4c7b-9fe6-cc51013bccfa"),
+        ("8s", "0xf0ff49d14290", "2273093f-1834-4818-96e6-3a8b39b879b2"),
+    ]
+    inv = c.start()
+    api(inv, f"INFO {STAMP_V} [utils.py:293]", dt=5.2)
+    api(inv, f"INFO {STAMP_V} [utils.py:293]        █     █     █▄   ▄█")
+    api(inv, f"INFO {STAMP_V} [utils.py:293]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version "
+             "0.16.0rc2.dev236+g3b30e6150.d20260218")
+    api(inv, f"INFO {STAMP_V} [utils.py:293]   █▄█▀ █     █     █     █  model   openai/gpt-oss-120b")
+    api(inv, f"INFO {STAMP_V} [utils.py:293]    ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀")
+    api(inv, f"INFO {STAMP_V} [utils.py:293]")
+    api(inv, f"INFO {STAMP_V} [utils.py:229] non-default args: {{'model_tag': 'openai/gpt-oss-120b', 'host': "
+             "'0.0.0.0', 'port': 8888, 'model': 'openai/gpt-oss-120b', 'max_model_len': 131072, "
+             "'gpu_memory_utilization': 0.75, 'max_num_seqs': 128}")
+    for i, (wait, addr, rid) in enumerate(retries):
+        w = timeout_warning(inv, addr, rid)
+        api(inv, w, dt=10.0)
+        api(inv, f"[{STAMP_S}] WARNING _http.py:320: {w}")
+        api(inv, f"Retrying in {wait} [Retry {i + 1}/5].")
+        api(inv, f"[{STAMP_S}] WARNING _http.py:329: Retrying in {wait} [Retry {i + 1}/5].")
+        c.at(float(wait[:-1]))
+    w = timeout_warning(inv, "0xf0ff49d144d0", "b4e81a27-6f0c-4d59-8a1e-5c2d7f3b9e44")
+    api(inv, w, dt=10.0)
+    api(inv, f"[{STAMP_S}] WARNING _http.py:320: {w}")
+    for line in [
+        "Traceback (most recent call last):",
+        f'  File "{hf}/file_download.py", line 1546, in _get_metadata_or_catch_error',
+        "    metadata = get_hf_file_metadata(",
+        "               ^^^^^^^^^^^^^^^^^^^^^",
+        f'  File "{hf}/utils/_http.py", line 306, in http_backoff',
+        "    raise err",
+        f"requests.exceptions.ConnectTimeout: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
+        "Max retries exceeded with url: /openai/gpt-oss-120b/resolve/main/config.json (Caused by ConnectTimeoutError("
+        "<HTTPSConnection(host='huggingface.co', port=443) at 0xf0ff49d144d0>, 'Connection to huggingface.co timed "
+        "out. (connect timeout=10)'))\"), '(Request ID: b4e81a27-6f0c-4d59-8a1e-5c2d7f3b9e44)')",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        f'  File "{hf}/file_download.py", line 1652, in _raise_on_head_call_error',
+        "    raise LocalEntryNotFoundError(",
+        "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub "
+        "and we cannot find the requested files in the local cache. Please check your connection and try again or "
+        "make sure your Internet connection is on.",
+    ]:
+        api(inv, line, dt=0.01)
+    c.exit(inv, "exited", "1", cpu="9.871s")
+    c.extra = {"unit_file": "[Service]\nEnvironment=HF_HOME=/root/.cache/huggingface\nExecStart=/usr/local/bin/vllm "
+                            "serve openai/gpt-oss-120b --host 0.0.0.0 --port 8888 --max-model-len 131072 "
+                            "--gpu-memory-utilization 0.75 --max-num-seqs 128\nRestart=no\n"}
+    return expect4(c, "model_load_failure", False,
+                   ["Max retries exceeded with url: /openai/gpt-oss-120b/resolve/main/config.json",
+                    "LocalEntryNotFoundError"],
+                   ["healthy", "bad_argument", "unknown", "port_in_use"],
+                   "https://github.com/Avarok-Cybersecurity/dgx-vllm/issues/16",
+                   "A DGX Spark image of vLLM 0.16.0rc2 serves openai/gpt-oss-120b with the weights mounted at a "
+                   "path the HF cache does not resolve, on a host that cannot reach huggingface.co: every HEAD of "
+                   "config.json times out and huggingface_hub retries. The `vllm serve` command, the logo lines, the "
+                   "`(APIServer pid=1)` tag, and the two MaxRetryError/`Retrying in 8s [Retry 4/5]` warnings (with "
+                   "their request ids and addresses) are verbatim; retries 1-3 and the sixth attempt repeat that "
+                   "template with our ids. The report (titled `huggingface_hub.errors`) cuts before the final "
+                   "exception: the ConnectTimeout → LocalEntryNotFoundError tail is huggingface_hub's template "
+                   "(frames ours). Outside the 0.8-0.11 range on purpose (the report's version). Restart=no.")
