@@ -42,6 +42,43 @@ def sgl_health(c: Case, inv: Inv, n: int, *, every: float = 30.0, ip: str = "10.
         c.app(inv, c.slog(f'INFO:     {ip}:{port + 7 * i} - "GET {path} HTTP/1.1" 200 OK', None), dt=every)
 
 
+def vhead(c: Case, inv: Inv) -> None:
+    """vLLM V1 start-up lines before the workers' device set-up."""
+    c.app(inv, c.vlog("INFO", "api_server.py:1839", f"vLLM API server version {c.version}"), dt=4.0)
+    c.app(inv, c.vlog("INFO", "utils.py:233", f"non-default args: {{'model_tag': '{c.model}', 'model': "
+                      f"'{c.model}', 'tensor_parallel_size': {c.tp}}}"))
+    c.app(inv, c.vlog("INFO", "core.py:77", f"Initializing a V1 LLM engine (v{c.version}) with config: "
+                      f"model='{c.model}', speculative_config=None, tokenizer='{c.model}', "
+                      "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, trust_remote_code=False, "
+                      f"dtype=torch.bfloat16, max_seq_len=32768, tensor_parallel_size={c.tp}, "
+                      "pipeline_parallel_size=1"), "engine", dt=3.0)
+
+
+def ray_v0_boot(c: Case, inv: Inv) -> None:
+    """vLLM V0 start-up with the Ray executor: the driver worker logs from the MQLLMEngine process."""
+    v = c.vlog
+    c.app(inv, v("INFO", "api_server.py:912", f"vLLM API server version {c.version}"), dt=4.0)
+    c.app(inv, v("INFO", "api_server.py:913", f"args: Namespace(model='{c.model}', tensor_parallel_size={c.tp}, "
+                 "distributed_executor_backend='ray', trust_remote_code=True, max_model_len=32768)"))
+    c.app(inv, v("INFO", "llm_engine.py:234", f"Initializing a V0 LLM engine (v{c.version}) with config: "
+                 f"model='{c.model}', speculative_config=None, tokenizer='{c.model}', skip_tokenizer_init=False, "
+                 "tokenizer_mode=auto, revision=None, trust_remote_code=True, dtype=torch.bfloat16, "
+                 f"max_seq_len=32768, tensor_parallel_size={c.tp}, pipeline_parallel_size=1, quantization=fp8"),
+          "engine", dt=3.0)
+    c.app(inv, v("INFO", "ray_distributed_executor.py:153", "use_ray_spmd_worker: False"), "engine", dt=1.0)
+    c.app(inv, v("INFO", "model_runner.py:1110", f"Starting to load model {c.model}..."), "engine", dt=6.0)
+    c.app(inv, v("INFO", "model_runner.py:1115", "Loading model weights took 41.8761 GB"), "engine", dt=180.0)
+    c.app(inv, v("INFO", "executor_base.py:111", "# cuda blocks: 4839, # CPU blocks: 976"), "engine", dt=20.0)
+    c.app(inv, v("INFO", "model_runner.py:1562", "Graph capturing finished in 31 secs, total memory: 1.12 GiB"),
+          "engine", dt=31.0)
+    c.app(inv, v("INFO", "llm_engine.py:436", "init engine (profile, create kv cache, warmup model) took 58.14 "
+                 "seconds"), "engine")
+    c.app(inv, v("INFO", "api_server.py:958", "Starting vLLM API server on http://0.0.0.0:8000"), dt=0.5)
+    c.app(inv, f"INFO:     Started server process [{inv.main}]")
+    c.app(inv, "INFO:     Waiting for application startup.")
+    c.app(inv, "INFO:     Application startup complete.")
+
+
 # ============================== nccl_failure ===================================================
 
 
@@ -53,14 +90,7 @@ def nccl4_vllm_0110_v1_warmup_allreduce_loop() -> Case:
     where = "v1/executor/multiproc_executor.py:597"
     for k in range(3):
         inv = c.start(dt=0.3 if k == 0 else 0.1)
-        c.app(inv, c.vlog("INFO", "api_server.py:1839", f"vLLM API server version {c.version}"), dt=4.0)
-        c.app(inv, c.vlog("INFO", "utils.py:233", f"non-default args: {{'model_tag': '{c.model}', 'model': "
-                          f"'{c.model}', 'tensor_parallel_size': 2}}"))
-        c.app(inv, c.vlog("INFO", "core.py:77", f"Initializing a V1 LLM engine (v{c.version}) with config: "
-                          f"model='{c.model}', speculative_config=None, tokenizer='{c.model}', "
-                          "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, trust_remote_code=False, "
-                          "dtype=torch.bfloat16, max_seq_len=32768, tensor_parallel_size=2, pipeline_parallel_size=1"),
-              "engine", dt=3.0)
+        vhead(c, inv)
         w1 = c._proc(inv, "worker1")[0]
         c.app(inv, c.vlog("ERROR", where, "WorkerProc failed to start."), "worker1", dt=6.0)
         c.many(inv, [c.vlog("ERROR", where, m) for m in [
@@ -312,43 +342,48 @@ def xid4_vllm_092_xid94_contained_restart_recovers() -> Case:
 
 
 @case4
-def xid4_sgl_053_xid62_gsp_reset_required_loop() -> Case:
-    c = Case("xid4_sgl_053_xid62_gsp_reset_required_loop", "sglang", "0.5.3", day=16, hour=19,
+def xid4_vllm_0102_xid62_gsp_reset_required_loop() -> Case:
+    c = Case("xid4_vllm_0102_xid62_gsp_reset_required_loop", "vllm", "0.10.2", day=16, hour=19,
              model="/models/Qwen3-30B-A3B-Instruct-2507-AWQ")
-    sp = "/opt/sglang/lib/python3.12/site-packages/sglang"
+    dp = "/opt/vllm/lib/python3.12/site-packages/vllm"
     inv = c.start()
-    sglang_boot(c, inv, avail=15.1)
-    sglang_decode(c, inv, 4, tput=142.0, running=3)
+    vllm_boot(c, inv)
+    vllm_serve(c, inv, 4, gen=142.0)
     c.kernel_line("NVRM: Xid (PCI:0000:01:00): 62, 323f0f30 0000c3d8 00000000 206dae68 206da022 206da190 206d85f6 "
                   "206d8d86", dt=2.0)
     c.kernel_line("NVRM: GPU0 _kgspRpcGspEventPmuHalted: Received signal from GSP that PMU has halted.")
     c.kernel_line("NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset "
                   "Required)")
-    sglang_sched_exception(c, inv, [
-        f'  File "{sp}/srt/managers/scheduler.py", line 2655, in run_scheduler_process',
-        "    scheduler.event_loop_overlap()",
-        f'  File "{sp}/srt/managers/scheduler.py", line 1005, in event_loop_overlap',
-        "    self.process_batch_result(tmp_batch, tmp_result)",
+    vllm_engine_dead(c, inv, [
+        f'  File "{dp}/v1/engine/core.py", line 287, in step',
+        "    model_output = self.execute_model_with_error_logging(",
+        f'  File "{dp}/v1/worker/gpu_model_runner.py", line 1808, in execute_model',
+        "    valid_sampled_token_ids = sampled_token_ids.tolist()",
         "torch.AcceleratorError: CUDA error: unspecified launch failure",
         "Search for `cudaErrorLaunchFailure' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
         "for more information.",
-    ] + CUDA_ERR_TAIL)
-    sglang_sigquit(c, inv, serving=True)
-    c.exit(inv, "killed", "9", restart=True)
+    ] + CUDA_ERR_TAIL, where="core.py:711", restart=True)
     for k in range(3):
         inv = c.start(dt=0.1)
-        c.app(inv, None, dt=4.0)
-        c.app(inv, c.slog("Init torch distributed begin."), "sched", dt=2.0)
-        sglang_sched_exception(c, inv, [
-            f'  File "{sp}/srt/managers/scheduler.py", line 2643, in run_scheduler_process',
-            "    scheduler = Scheduler(",
-            f'  File "{sp}/srt/model_executor/model_runner.py", line 607, in init_torch_distributed',
-            "    torch.get_device_module(self.device).set_device(self.gpu_id)",
-            "RuntimeError: CUDA error: unknown error",
-        ] + CUDA_ERR_TAIL)
-        sglang_sigquit(c, inv, serving=False)
-        c.exit(inv, "killed", "9", restart=k < 2, cpu="9.337s")
-    c.start_limit(inv, "signal")
+        vhead(c, inv)
+        c.app(inv, c.vlog("ERROR", "core.py:708", "EngineCore failed to start."), "engine", dt=2.0)
+        c.many(inv, [c.vlog("ERROR", "core.py:708", m) for m in [
+            "Traceback (most recent call last):",
+            f'  File "{dp}/v1/worker/gpu_worker.py", line 166, in init_device',
+            "    torch.cuda.set_device(self.device)",
+            "torch.AcceleratorError: CUDA error: unknown error",
+            "Search for `cudaErrorUnknown' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
+            "for more information.",
+        ] + CUDA_ERR_TAIL], "engine")
+        c.app(inv, "Traceback (most recent call last):", dt=0.3)
+        c.many(inv, [
+            f'  File "{dp}/v1/engine/utils.py", line 759, in wait_for_engine_startup',
+            '    raise RuntimeError("Engine core initialization failed. "',
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
+            "{'EngineCore_DP0': 1}",
+        ])
+        c.exit(inv, "exited", "1", restart=k < 2, cpu="8.914s")
+    c.start_limit(inv)
     return expect4(c, "gpu_hardware_xid", True,
                    ["Xid (PCI:0000:01:00): 62, 323f0f30", "Xid (PCI:0000:01:00): 154, GPU recovery action changed"],
                    ["healthy", "engine_exception", "unknown"],
@@ -357,9 +392,10 @@ def xid4_sgl_053_xid62_gsp_reset_required_loop() -> Case:
                    "NVIDIA forum report: RTX 5080 (16 GB, open kernel module 595.71.05) enters an unrecoverable state "
                    "during long-context LLM inference; the three kernel lines (Xid 62 with its eight words, "
                    "`_kgspRpcGspEventPmuHalted`, Xid 154 `GPU recovery action changed from 0x0 (None) to 0x1 (GPU "
-                   "Reset Required)`) are the report's. The report ran llama.cpp; the SGLang 0.5.3 side is ours: the "
-                   "scheduler dies with a CUDA launch failure while serving, and each Restart=always start fails in "
-                   "init_torch_distributed with a CUDA error until the start limit (the GPU needs a reset).")
+                   "Reset Required)`) are the report's. The report ran llama.cpp; the vLLM 0.10.2 (V1) side is ours: "
+                   "EngineCore dies with a CUDA launch failure while serving, the API server exits 0, Restart=always "
+                   "restarts it and every start fails in init_device with a CUDA error until the start limit (the GPU "
+                   "needs a reset).")
 
 
 @case4
@@ -465,7 +501,7 @@ def seg4_vllm_v0_073_ray_addcbdcoll_sigsegv_restart() -> Case:
     c = Case("seg4_vllm_v0_073_ray_addcbdcoll_sigsegv_restart", "vllm", "0.7.3", v1=False, day=19, hour=19, tp=16,
              model="/models/DeepSeek-R1")
     inv = c.start()
-    vllm_boot(c, inv)
+    ray_v0_boot(c, inv)
     vllm_serve(c, inv, 4, gen=221.0)
     w = "\x1b[36m(RayWorkerWrapper pid=812)\x1b[0m "
     r = f"{w}[2025-04-17 15:09:14,925 E 812 812] logging.cc:447: "
@@ -491,7 +527,7 @@ def seg4_vllm_v0_073_ray_addcbdcoll_sigsegv_restart() -> Case:
     vllm_clean_shutdown(c, inv)
     c.clean_exit(inv, restart=True)
     inv2 = c.start(dt=0.1)
-    vllm_boot(c, inv2)
+    ray_v0_boot(c, inv2)
     vllm_serve(c, inv2, 3, gen=219.0)
     return expect4(c, "segfault", False,
                    ["SIGSEGV received at time=1744873754 on cpu 137", "addCBDCollToPlan()"],
@@ -501,7 +537,8 @@ def seg4_vllm_v0_073_ray_addcbdcoll_sigsegv_restart() -> Case:
                    "worker's block `*** SIGSEGV received at time=1744873754 on cpu 137 ***`, `PC: @ 0x7f817f64c0ad "
                    "(unknown) addCBDCollToPlan()` (inside NCCL), the `@` frames, `... and at least 1000 more frames` "
                    "and the logging.cc:447 lines with their own time are the report's, including the ANSI-coloured "
-                   "`(RayWorkerWrapper pid=812)` prefix (byte-array MESSAGE). The faulthandler line, the V0 client's "
+                   "`(RayWorkerWrapper pid=812)` prefix (byte-array MESSAGE). The Ray V0 start-up lines, the "
+                   "faulthandler line, the V0 client's "
                    "`Engine process ... died` / `MQLLMEngine is already dead` lines, the exit 0 and the Restart=always "
                    "restart that serves again are ours. No NCCL error text: the crash is native.")
 
