@@ -158,6 +158,18 @@ def test_holdout3_is_a_third_fresh_sample_over_every_label() -> None:
     assert sum(c.expected["engine"] == "vllm" for c in third) >= 20
 
 
+def test_holdout4_is_a_fresh_sample_over_every_label() -> None:
+    """The fourth holdout, the scored split now: >= 55 cases from reports no other case cites, over every label, both
+    engines, about a quarter or more of the corpus."""
+    fourth = [c for c in CASES if c.split == "holdout4"]
+    others = {c.expected["url"] for c in CASES if c.split != "holdout4"}
+    assert len(fourth) >= 55 and len(fourth) / len(CASES) >= 0.24, len(fourth)
+    assert [c.id for c in fourth if c.expected["url"] in others] == []
+    assert {c.expected["cause"] for c in fourth} == set(CAUSES)
+    assert sum(c.expected["engine"] == "sglang" for c in fourth) >= 20
+    assert sum(c.expected["engine"] == "vllm" for c in fourth) >= 20
+
+
 def test_committed_files_are_what_the_builder_writes(tmp_path: Path) -> None:
     assert build_corpus(tmp_path) == len(CASES)
     assert (CORPUS / "README.md").read_text() == (tmp_path / "README.md").read_text()

@@ -11,7 +11,7 @@ the notes say otherwise. Labels follow docs/DIAGNOSIS.md "Labels" only, set befo
 from __future__ import annotations
 
 from incident_h4_base import case4, expect4
-from incident_kit import STAMP_S, STAMP_V, Case, Inv
+from incident_kit import STAMP_S, Case, Inv
 from incident_scenes import ownership, sglang_boot, sglang_sched_exception, sglang_sigquit, vllm_boot, vllm_serve
 
 

@@ -511,7 +511,7 @@ def load4_vllm_016_hub_connect_timeout_retries() -> Case:
         "               ^^^^^^^^^^^^^^^^^^^^^",
         f'  File "{hf}/utils/_http.py", line 306, in http_backoff',
         "    raise err",
-        f"requests.exceptions.ConnectTimeout: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
+        "requests.exceptions.ConnectTimeout: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
         "Max retries exceeded with url: /openai/gpt-oss-120b/resolve/main/config.json (Caused by ConnectTimeoutError("
         "<HTTPSConnection(host='huggingface.co', port=443) at 0xf0ff49d144d0>, 'Connection to huggingface.co timed "
         "out. (connect timeout=10)'))\"), '(Request ID: b4e81a27-6f0c-4d59-8a1e-5c2d7f3b9e44)')",
