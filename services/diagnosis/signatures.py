@@ -226,8 +226,8 @@ _GATE = re.compile(
     r"|ADDRINUSE|afetensor|tokenizer|weights|Fatal|warmup|Process |device handle|NVML|GPU|Draining|Not enough"
     r"|huggingface|gated|restricted|401|Max retries|snapshot|Offline|Repository|path_or_model|HTTP/1\.1\" 4"
     r"|context length|too long|longer|Aborted|disconnect|usage: |max_total_num_tokens|initialization failed"
-    r"|capture_model|graph_runner|capture_end|exiting|hutting down|assert |in use|not available|[a-z]\.[A-Z]\w*: "
-    r"|Initializ|Init torch|Load weight|load model"
+    r"|capture_model|graph_runner|capture_end|exiting|hutting down|assert |in use|not available|exc\.|Failed"
+    r"|OutOfResources|Initializ|Init torch|Load weight|load model"
 )
 
 
