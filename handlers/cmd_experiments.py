@@ -62,7 +62,10 @@ async def do_try(ctx: HandlerContext, msg: ChatMessage, cmd: Try) -> Reply:
     """Deploy a flag change, wait until the server is ready, benchmark it and compare with the previous run."""
     host = ctx.resolve_host(msg, cmd.host)
     changes = dict(cmd.changes)
-    preview = await ctx.domain.experiments.preview(host, changes, levels=cmd.concurrency)
+    async def host_busy() -> bool:
+        return bool(await ctx.domain.jobs.queue(host))
+
+    preview = await ctx.domain.experiments.preview(host, changes, levels=cmd.concurrency, host_busy=host_busy)
     if not preview.changed:
         raise Conflict(f"{host} already runs that configuration; use `bench on {host}` to measure it")
     if preview.refused or cmd.dry_run:

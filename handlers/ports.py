@@ -7,7 +7,7 @@ handler calls — only the methods handlers call, with the services' own public 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -75,7 +75,8 @@ class JobsPort(Protocol):
 class ExperimentsPort(Protocol):
     def ops(self, host: str) -> UnitOps: ...
     async def preview(self, host: str, changes: dict[str, str], *,
-                      levels: tuple[int, ...] | None = None) -> Preview: ...
+                      levels: tuple[int, ...] | None = None,
+                      host_busy: Callable[[], Awaitable[bool]] | None = None) -> Preview: ...
 
 
 class ResultsPort(Protocol):

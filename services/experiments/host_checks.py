@@ -153,9 +153,10 @@ def _port_check(argv: Sequence[str], evidence: dict[str, Any], own: set[int], un
     unknown = [h for h in holders if h.get("pid") is None]
     if others:
         h = others[0]
-        return Check(FAIL, f"port {port}: held by pid {h['pid']} ({h.get('process')}), not by {unit}")
+        return Check(FAIL, f"port {port}: held by pid {h['pid']} ({h.get('process')}), not by {unit}", live=True)
     if unknown and not own:
-        return Check(FAIL, f"port {port}: held by a process pitcrew cannot see, and {unit} is not running")
+        return Check(FAIL, f"port {port}: held by a process pitcrew cannot see, and {unit} is not running",
+                     live=True)
     if unknown:
         return Check(WARN, f"port {port}: held by a process pitcrew cannot see (probably {unit} itself)")
     return Check(OK, f"port {port}: held only by {unit} itself (freed by the stop)")
@@ -238,7 +239,7 @@ def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
         g, held, need, total = worst
         pids = ", ".join(f"pid {p} ({m:,} MiB)" for p, m in others.get(g, []))
         return [Check(FAIL, f"GPU {g}: {held:,} MiB held by processes that are not the unit's ({pids}); "
-                            f"{mem_name} {frac} needs {need:,} of its {total:,} MiB")]
+                            f"{mem_name} {frac} needs {need:,} of its {total:,} MiB", live=True)]
     if not present:
         return []
     held_any = {g: sum(m for _, m in others.get(g, [])) for g in present}

@@ -63,6 +63,15 @@ _HELP_SCRIPT = (
 class Check:
     status: str  # OK, WARN, FAIL
     text: str
+    live: bool = False  # about what runs on the host now (a port or GPU holder): a job ahead may change it
+
+    def deferred(self) -> Check:
+        """A live FAIL seen while another job of the host is running or queued: a warning, checked again when
+        this job starts (the job's own preflight gate holds the host lease then)."""
+        if self.status != FAIL or not self.live:
+            return self
+        return Check(WARN, f"{self.text} — another job on this host is running or queued; checked again when this "
+                           "job starts", live=True)
 
     def line(self) -> str:
         return f"{self.status} {self.text}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
 from services.errors import DeployFailed, PitcrewError, UnitError, UserInputError
@@ -69,8 +70,12 @@ class Previews:
 
     # ---- previews ---------------------------------------------------------------------------
     async def preview(self, host: str, changes: dict[str, str], *,
-                      levels: tuple[int, ...] | None = None) -> Preview:
-        """The flag diff and the preflight (engine flags, host, capacity forecast); nothing on the host changes."""
+                      levels: tuple[int, ...] | None = None,
+                      host_busy: Callable[[], Awaitable[bool]] | None = None) -> Preview:
+        """The flag diff and the preflight (engine flags, host, capacity forecast); nothing on the host changes.
+        `host_busy` (asked after the checks, only when one failed) says whether another job of the host is running
+        or queued: then what runs on the host now (port and GPU holders) will change before this job starts, and
+        those failures become warnings that the job's own preflight gate checks again."""
         ops = self.ops(host)
         text = await ops.read_unit()
         argv = read_exec_start(text).argv
@@ -88,6 +93,8 @@ class Previews:
         if not plan.changed:
             return Preview(host, ops.unit_path, diff, plan.notes, False)
         report = await self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency)
+        if report.refused and host_busy is not None and await host_busy():
+            report.checks = [c.deferred() for c in report.checks]
         return Preview(host, ops.unit_path, diff, plan.notes, plan.changed, report.lines(), report.refused,
                        report.forecast)
 

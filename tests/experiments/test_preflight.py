@@ -113,6 +113,22 @@ async def test_gpu_memory_held_by_a_stranger_refuses_the_start(make_bot) -> None
     assert bot.unit_text() == before_text
 
 
+async def test_a_holder_seen_while_another_job_is_open_is_checked_again_when_the_try_starts(make_bot) -> None:
+    """What runs on the host now (port and GPU holders) changes when the job ahead restarts the unit: with another
+    job open on the host, those failures become warnings on the preview and the try is queued, not refused."""
+    bot = await make_bot("stale-gpu", confirm=("try", "bench"))  # a leftover process holds 94,312 MiB of every GPU
+    ahead = await bot.say("bench")
+    assert "ready to run" in ahead.text, ahead.text  # a job awaits confirmation: the host is not idle
+    reply = await bot.say("try 4 steps")
+    assert not reply.text.startswith("Refused"), reply.text
+    job_id = int(re.search(r"Job (\d+)", reply.text).group(1))
+    await bot.drain()
+    (preview,) = bot.messages(lambda d: d.key == f"job:{job_id}" and not d.edit)
+    assert re.search(r"⚠ GPU \d: [\d,]+ MiB held by processes that are not the unit's .*another job on this host is "
+                     r"running or queued; checked again when this job starts", preview.reply.text), preview.reply.text
+    assert "✗" not in preview.reply.text
+
+
 def test_sim_help_is_the_059_flag_set() -> None:
     from services.units import parse_help
     from simhost.sglang.args import build_parser

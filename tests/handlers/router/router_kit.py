@@ -29,7 +29,7 @@ class Boom:
     def ops(self, host: str) -> Any:
         raise RuntimeError("secret-internal-detail xoxb-1234567890-abcdef")
 
-    async def preview(self, host: str, changes: dict[str, str]) -> Any:
+    async def preview(self, host: str, changes: dict[str, str], **_: Any) -> Any:
         raise RuntimeError("secret-internal-detail")
 
 
