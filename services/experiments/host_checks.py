@@ -5,6 +5,7 @@ as `services.diagnosis` judges it) small enough for the new mem-fraction. Each i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,7 +108,33 @@ async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str],
     checks.append(_port_check(argv, evidence, own, unit, engine))
     checks.append(_disk_check(sections.get("disk", ""), log_dir))
     checks.extend(_gpu_checks(argv, unit_text, sections, own))
-    return checks
+    return [_unattributed(c, evidence, unit) for c in checks]
+
+
+_PID_IN_TEXT = re.compile(r"\bpid (\d+)")
+
+
+def attributed_pids(evidence: dict[str, Any]) -> set[int] | None:
+    """The pids whose owner the probes established (`ps` gave their parent and cgroup, and `systemctl show` gave
+    the unit's MainPID and cgroup); None when `systemctl show` did not answer (nothing can be attributed)."""
+    show = evidence.get("systemctl_show") or {}
+    if "MainPID" not in show:
+        return None
+    return {int(p["pid"]) for p in evidence.get("process_info") or []
+            if isinstance(p, dict) and str(p.get("pid", "")).isdigit()}
+
+
+def _unattributed(check: Check, evidence: dict[str, Any], unit: str) -> Check:
+    """A live refusal that names a holder whose ownership the probes did not establish (a probe timed out on a
+    busy host) is a warning: never refuse, or name a process for ending, on ownership that is not known."""
+    if check.status != FAIL or not check.live:
+        return check
+    known = attributed_pids(evidence)
+    named = {int(p) for p in _PID_IN_TEXT.findall(check.text)}
+    if known is not None and named <= known:
+        return check
+    return Check(WARN, f"{check.text} — whether that is {unit}'s own process could not be established (the host's "
+                       "process probes did not answer in time)", live=True)
 
 
 def _path_checks(model: str, tokenizer: str, text: str, user: str, engine: str = "sglang") -> list[Check]:
