@@ -1776,6 +1776,8 @@ cites takes its place. The history (figures in docs/DIAGNOSIS.md "Corpus and sco
 * `holdout4` (`incident_h4_<theme>.py`, ids `kv4_`, ...): **the scored split now**; the same way, from reports no
   other case cites.
 
+The helpers' rules (and the lead's checklist for the next holdout) are in `HELPER-RULES.md` next to this file.
+
     .venv/bin/python benchmarks/bench_diagnosis.py            # score every split
     .venv/bin/python benchmarks/bench_diagnosis.py --write-doc  # and record it in docs/DIAGNOSIS.md
 
