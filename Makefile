@@ -24,8 +24,8 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || echo "note: no OpenSSH sshd here; the OpenSSH half of the host contract suite will be skipped (CI installs openssh-server)"
-	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" --reruns 2 --reruns-delay 1 $(PYTEST_ARGS)
-	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -m serial --reruns 2 --reruns-delay 1 $(PYTEST_ARGS)
+	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" --reruns 2 --reruns-delay 1 -rR $(PYTEST_ARGS)
+	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -m serial --reruns 2 --reruns-delay 1 -rR $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
