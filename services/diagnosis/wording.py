@@ -15,6 +15,8 @@ from services.diagnosis.evidence import FLAGS_FOR, unit_flags
 from services.diagnosis.invocations import Invocation, short_time
 from services.diagnosis.ownership import Ownership, own_pids, ownership
 from services.diagnosis.side import RanBefore, SideEvidence
+from services.errors import PitcrewError
+from services.units import detect_engine, read_exec_start
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,17 @@ MEMORY_FLAGS = {
 
 
 def engine_of(ctx: Context) -> str:
-    """`vllm` when the unit's lines or unit file are vLLM's, else `sglang`."""
-    unit_file = ctx.side.unit_file or ""
-    vllm = any(inv.vllm for inv in ctx.invocations) or "vllm" in unit_file.lower()
-    return "vllm" if vllm and "sglang" not in unit_file.lower() else "sglang"
+    """The engine of the unit file's ExecStart= (`services.units.detect_engine`); without a readable one, `vllm` when
+    the journal's lines are vLLM's, else `sglang`."""
+    engine = "unknown"
+    if ctx.side.unit_file:
+        try:
+            engine = detect_engine(read_exec_start(ctx.side.unit_file).argv)
+        except PitcrewError:  # no single ExecStart= in the text we were given
+            engine = "unknown"
+    if engine == "unknown":
+        engine = "vllm" if any(inv.vllm for inv in ctx.invocations) else "sglang"
+    return engine
 
 
 def _times(ctx: Context) -> str:
