@@ -5,7 +5,6 @@ as `services.diagnosis` judges it) small enough for the new mem-fraction. Each i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,9 +110,6 @@ async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str],
     return [_unattributed(c, evidence, unit) for c in checks]
 
 
-_PID_IN_TEXT = re.compile(r"\bpid (\d+)")
-
-
 def attributed_pids(evidence: dict[str, Any]) -> set[int] | None:
     """The pids whose owner the probes established (`ps` gave their parent and cgroup, and `systemctl show` gave
     the unit's MainPID and cgroup); None when `systemctl show` did not answer (nothing can be attributed)."""
@@ -125,16 +121,13 @@ def attributed_pids(evidence: dict[str, Any]) -> set[int] | None:
 
 
 def _unattributed(check: Check, evidence: dict[str, Any], unit: str) -> Check:
-    """A live refusal that names a holder whose ownership the probes did not establish (a probe timed out on a
-    busy host) is a warning: never refuse, or name a process for ending, on ownership that is not known."""
-    if check.status != FAIL or not check.live:
-        return check
+    """A refusal that names a holder whose ownership the probes did not establish (a probe timed out on a busy
+    host) is a warning: never refuse, or name a process for ending, on ownership that is not known."""
     known = attributed_pids(evidence)
-    named = {int(p) for p in _PID_IN_TEXT.findall(check.text)}
-    if known is not None and named <= known:
+    if check.holders is None or (known is not None and set(check.holders) <= known):
         return check
-    return Check(WARN, f"{check.text} — whether that is {unit}'s own process could not be established (the host's "
-                       "process probes did not answer in time)", live=True)
+    return check.softened(f"whether that is {unit}'s own process could not be established (the host's process "
+                          "probes did not answer in time)")
 
 
 def _path_checks(model: str, tokenizer: str, text: str, user: str, engine: str = "sglang") -> list[Check]:
@@ -180,10 +173,11 @@ def _port_check(argv: Sequence[str], evidence: dict[str, Any], own: set[int], un
     unknown = [h for h in holders if h.get("pid") is None]
     if others:
         h = others[0]
-        return Check(FAIL, f"port {port}: held by pid {h['pid']} ({h.get('process')}), not by {unit}", live=True)
+        return Check(FAIL, f"port {port}: held by pid {h['pid']} ({h.get('process')}), not by {unit}",
+                     holders=(int(h["pid"]),))
     if unknown and not own:
         return Check(FAIL, f"port {port}: held by a process pitcrew cannot see, and {unit} is not running",
-                     live=True)
+                     holders=())
     if unknown:
         return Check(WARN, f"port {port}: held by a process pitcrew cannot see (probably {unit} itself)")
     return Check(OK, f"port {port}: held only by {unit} itself (freed by the stop)")
@@ -266,7 +260,8 @@ def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
         g, held, need, total = worst
         pids = ", ".join(f"pid {p} ({m:,} MiB)" for p, m in others.get(g, []))
         return [Check(FAIL, f"GPU {g}: {held:,} MiB held by processes that are not the unit's ({pids}); "
-                            f"{mem_name} {frac} needs {need:,} of its {total:,} MiB", live=True)]
+                            f"{mem_name} {frac} needs {need:,} of its {total:,} MiB",
+                      holders=tuple(p for p, _ in others.get(g, [])))]
     if not present:
         return []
     held_any = {g: sum(m for _, m in others.get(g, [])) for g in present}

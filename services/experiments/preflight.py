@@ -63,15 +63,16 @@ _HELP_SCRIPT = (
 class Check:
     status: str  # OK, WARN, FAIL
     text: str
-    live: bool = False  # about what runs on the host now (a port or GPU holder): a job ahead may change it
+    # a refusal about what runs on the host now: the pids it calls not the unit's (empty: a holder pitcrew cannot
+    # see); None for every other check
+    holders: tuple[int, ...] | None = None
 
-    def deferred(self) -> Check:
-        """A live FAIL seen while another job of the host is running or queued: a warning, checked again when
-        this job starts (the job's own preflight gate holds the host lease then)."""
-        if self.status != FAIL or not self.live:
+    def softened(self, why: str) -> Check:
+        """A refusal about the host's current holders, made a warning saying `why` it cannot stand (their owner
+        is not established, or the job ahead will change them); any other check unchanged."""
+        if self.status != FAIL or self.holders is None:
             return self
-        return Check(WARN, f"{self.text} — another job on this host is running or queued; checked again when this "
-                           "job starts", live=True)
+        return Check(WARN, f"{self.text} — {why}", holders=self.holders)
 
     def line(self) -> str:
         return f"{self.status} {self.text}"

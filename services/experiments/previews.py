@@ -94,7 +94,8 @@ class Previews:
             return Preview(host, ops.unit_path, diff, plan.notes, False)
         report = await self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency)
         if report.refused and host_busy is not None and await host_busy():
-            report.checks = [c.deferred() for c in report.checks]
+            report.checks = [c.softened("another job on this host is running or queued; checked again when this "
+                                        "job starts") for c in report.checks]
         return Preview(host, ops.unit_path, diff, plan.notes, plan.changed, report.lines(), report.refused,
                        report.forecast)
 

@@ -7,9 +7,9 @@ from services.experiments.host_checks import _unattributed, attributed_pids
 from services.experiments.preflight import FAIL, WARN, Check
 
 UNIT = "sglang.service"
-PORT = Check(FAIL, f"port 30000: held by pid 456 (python3), not by {UNIT}", live=True)
+PORT = Check(FAIL, f"port 30000: held by pid 456 (python3), not by {UNIT}", holders=(456,))
 GPU = Check(FAIL, "GPU 0: 93,124 MiB held by processes that are not the unit's (pid 456 (93,124 MiB)); "
-                  "mem-fraction-static 0.88 needs 86,140 of its 97,887 MiB", live=True)
+                  "mem-fraction-static 0.88 needs 86,140 of its 97,887 MiB", holders=(456,))
 SHOW = {"MainPID": "123", "ControlGroup": "/system.slice/sglang.service", "ActiveState": "active"}
 STRANGER = {"pid": 456, "ppid": 1, "cgroup": "/user.slice/user-1000.slice/session-4.scope"}
 
@@ -19,6 +19,13 @@ def test_a_holder_the_probes_attributed_still_refuses() -> None:
     assert attributed_pids(evidence) == {456}
     assert _unattributed(PORT, evidence, UNIT) is PORT
     assert _unattributed(GPU, evidence, UNIT) is GPU
+
+
+def test_only_the_holders_the_probes_did_not_attribute_soften_the_refusal() -> None:
+    two = Check(FAIL, "GPU 0: held by processes that are not the unit's (pid 456, pid 789)", holders=(456, 789))
+    evidence = {"systemctl_show": SHOW, "process_info": [STRANGER]}  # ps answered for 456, not for 789
+    assert _unattributed(two, evidence, UNIT).status == WARN
+    assert _unattributed(two, {**evidence, "process_info": [STRANGER, {**STRANGER, "pid": 789}]}, UNIT) is two
 
 
 def test_without_systemctl_show_or_ps_for_the_holder_it_is_a_warning() -> None:
@@ -33,6 +40,6 @@ def test_without_systemctl_show_or_ps_for_the_holder_it_is_a_warning() -> None:
 def test_other_checks_pass_through() -> None:
     disk = Check(FAIL, "disk: 12 MiB free under /var/log (logs need at least 1,024 MiB)")
     assert _unattributed(disk, {}, UNIT) is disk
-    unseen = Check(FAIL, f"port 30000: held by a process pitcrew cannot see, and {UNIT} is not running", live=True)
+    unseen = Check(FAIL, f"port 30000: held by a process pitcrew cannot see, and {UNIT} is not running", holders=())
     assert _unattributed(unseen, {"systemctl_show": SHOW}, UNIT) is unseen  # the unit is known not to run
     assert _unattributed(unseen, {}, UNIT).status == WARN
