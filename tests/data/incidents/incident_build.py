@@ -10,7 +10,6 @@ the rules of docs/DIAGNOSIS.md "Labels" and was set before the diagnoser was run
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sys
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from incident_holdout2 import CASES2  # noqa: E402
 from incident_holdout3 import CASES3  # noqa: E402
 from incident_holdout4 import CASES4  # noqa: E402
 from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
+from incident_registry import registry, residue_split  # noqa: E402
 from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
     ownership,
@@ -47,9 +47,6 @@ def case(fn: Callable[[], Case]) -> Callable[[], Case]:
     return fn
 
 
-SPLIT_SALT = "incidents-134"  # picked once, before any scoring: ~1/3 holdout and every label in the holdout
-
-
 HOLDOUT2 = frozenset(fn.__name__ for fn in CASES2)  # the second holdout (incident_holdout2.py), scored once
 HOLDOUT3 = frozenset(fn.__name__ for fn in CASES3)  # the third holdout (incident_h3_*.py), scored once
 HOLDOUT4 = frozenset(fn.__name__ for fn in CASES4)  # the fourth holdout (incident_h4_*.py): scored, never tuned on
@@ -64,16 +61,10 @@ def split_of(cid: str) -> str:
         return "holdout3"
     if cid in HOLDOUT2:
         return "holdout2"
-    return "holdout" if int(hashlib.sha1(f"{SPLIT_SALT}:{cid}".encode()).hexdigest(), 16) % 3 == 0 else "tune"
+    return residue_split(cid)
 
 
-def expect(c: Case, cause: str, loop: bool, keys: list[str], must_not: list[str] | tuple[str, ...], url: str,
-           notes: str) -> Case:
-    c.expected = {
-        "cause": cause, "loop": loop, "key_lines": keys, "must_not": sorted(set(must_not)), "url": url,
-        "engine": c.engine, "engine_version": c.version, "split": split_of(c.id), "notes": notes,
-    }
-    return c
+_, _, expect = registry(residue_split)  # the first corpus's cases, written below
 
 
 def sched_frames(base: str = "/sgl-workspace/sglang/python/sglang/srt") -> list[str]:

@@ -12,9 +12,8 @@ incident_build.py imports CASES2 from here and writes them with the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from incident_kit import STAMP_G, STAMP_V, Case, Inv
+from incident_registry import registry
 from incident_scenes import (
     NOT_HEALTHY,
     ownership,
@@ -29,22 +28,8 @@ from incident_scenes import (
     vllm_start_fail,
 )
 
-CASES2: list[Callable[[], Case]] = []
 SPLIT = "holdout2"
-
-
-def case2(fn: Callable[[], Case]) -> Callable[[], Case]:
-    CASES2.append(fn)
-    return fn
-
-
-def expect2(c: Case, cause: str, loop: bool, keys: list[str], must_not: list[str] | tuple[str, ...], url: str,
-            notes: str) -> Case:
-    c.expected = {
-        "cause": cause, "loop": loop, "key_lines": keys, "must_not": sorted(set(must_not)), "url": url,
-        "engine": c.engine, "engine_version": c.version, "split": SPLIT, "notes": notes,
-    }
-    return c
+CASES2, case2, expect2 = registry(SPLIT)
 
 
 CUDA_ERR_TAIL = [

@@ -1,37 +1,14 @@
 """Tune cases added in the third round (2026-12-02): new wordings from public reports, labelled by the rules of
-docs/DIAGNOSIS.md "Labels" before the diagnoser was run on them. Split by `split_of` like the first corpus
+docs/DIAGNOSIS.md "Labels" before the diagnoser was run on them. Split like the first corpus (`residue_split`)
 (SHA-1 residue), so about a third of them land in the (retired) holdout."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
-
 from incident_kit import STAMP_V, Case, Inv  # noqa: F401
+from incident_registry import registry, residue_split
 from incident_scenes import sglang_boot, sglang_sched_exception, sglang_sigquit, vllm_boot, vllm_serve
 
-TUNE3: list[Callable[[], Case]] = []
-
-
-def case_t3(fn: Callable[[], Case]) -> Callable[[], Case]:
-    TUNE3.append(fn)
-    return fn
-
-
-SPLIT_SALT = "incidents-134"  # incident_build.split_of's salt (a circular import keeps us from importing it)
-
-
-def split_of(cid: str) -> str:
-    return "holdout" if int(hashlib.sha1(f"{SPLIT_SALT}:{cid}".encode()).hexdigest(), 16) % 3 == 0 else "tune"
-
-
-def expect(c: Case, cause: str, loop: bool, keys: list[str], must_not: list[str] | tuple[str, ...], url: str,
-           notes: str) -> Case:
-    c.expected = {
-        "cause": cause, "loop": loop, "key_lines": keys, "must_not": sorted(set(must_not)), "url": url,
-        "engine": c.engine, "engine_version": c.version, "split": split_of(c.id), "notes": notes,
-    }
-    return c
+TUNE3, case_t3, expect = registry(residue_split)
 
 
 # ============================== bad_argument ===================================================
