@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simhost import control, gpu, procs, simstate
 from simhost.journal import JournalWriter
@@ -31,8 +31,12 @@ from simhost.scenarios import FAULTS, SCENARIOS, unit_text
 from simhost.supervisor import JobFailed, Supervisor
 from simhost.tools.install import install_sglang_shim, install_tools
 
+if TYPE_CHECKING:
+    from simhost.systemd.backend import RealSystemd
+
 UNIT = "sglang.service"
 UNITS = {"sglang": UNIT, "vllm": "vllm.service"}
+SYSTEMD_BACKENDS = ("python", "real")
 MODEL = "Qwen3.5-122B-A10B"
 _SLEEPER = ("import ctypes,signal,socket,sys\n"
             "libc=ctypes.CDLL(None)\nlibc.prctl(15,sys.argv[1].encode()[:15],0,0,0)\n"
@@ -40,7 +44,7 @@ _SLEEPER = ("import ctypes,signal,socket,sys\n"
             "s=None\n"
             "if len(sys.argv)>2:\n"
             " s=socket.socket();s.bind((sys.argv[2],int(sys.argv[3])));s.listen(16)\n"
-            "print('ready',flush=True)\n"
+            "import os\nprint('ready',os.getpid(),flush=True)\n"
             "while True: signal.pause()\n")
 
 
@@ -54,7 +58,9 @@ class SimHost:
     def __init__(self, dir: Path | None = None, *, scenario: str = "healthy", time_scale: float = 0.01,
                  gpus: int = 4, gpu_memory_mib: int = gpu.DEFAULT_MEMORY_MIB, ssh_port: int = 0,
                  name: str = "sim-gpu-1", ssh: bool = True, noise_pct: float = 0.0, noise_seed: int = 0,
-                 engine: str = "sglang") -> None:
+                 engine: str = "sglang", systemd: str = "python") -> None:
+        if systemd not in SYSTEMD_BACKENDS:
+            raise ValueError(f"unknown systemd backend {systemd!r} (one of {', '.join(SYSTEMD_BACKENDS)})")
         if engine not in UNITS:
             raise ValueError(f"unknown engine {engine!r} (one of {', '.join(UNITS)})")
         if scenario not in SCENARIOS:
@@ -71,6 +77,8 @@ class SimHost:
         self._want_ssh = ssh
         self.noise_pct = noise_pct  # per-run speed jitter of the fake server, sd in percent (0: off)
         self.noise_seed = noise_seed
+        self.systemd = systemd  # "python": the sim's supervisor; "real": systemd 252 booted in namespaces
+        self.real: RealSystemd | None = None
         self.root = Path(".")
         self.info: dict[str, Any] = {}
         self.supervisor: Supervisor | None = None
@@ -84,10 +92,17 @@ class SimHost:
 
     @property
     def unit_dir(self) -> Path:
+        """Where the unit lives as the bot sees it: the state dir's for the supervisor, `/etc/systemd/system` for
+        real systemd."""
+        if self.systemd == "real":
+            return Path("/etc/systemd/system")
         return self.root / "etc" / "systemd" / "system"
 
     @property
     def unit_path(self) -> Path:
+        """The unit file as this process reaches it (for real systemd: through `/proc/<pid1>/root`)."""
+        if self.real is not None:
+            return self.real.unit_path
         return self.unit_dir / self.unit_name
 
     @property
@@ -117,6 +132,9 @@ class SimHost:
 
     async def _enter(self) -> None:
         await asyncio.to_thread(self._layout)
+        if self.systemd == "real":
+            await self._enter_real()
+            return
         root = self.root
         self._journal = JournalWriter(root, hostname=self.name)
         self.supervisor = Supervisor(root, self._journal, self.unit_path, time_scale=self.time_scale,
@@ -142,6 +160,38 @@ class SimHost:
                      "unit_dir": str(self.unit_dir), "server_url": self.server_url}
         _write_json(root / "host.json", self.info)
 
+    async def _enter_real(self) -> None:
+        """Boot systemd 252 with this host inside (`simhost.systemd`); the engine unit starts after the faults."""
+        from simhost.ssh import known_hosts_line, prepare_keys
+        from simhost.systemd.backend import RealSystemd, repo_root
+        from simhost.systemd.layout import USER, HostLayout
+
+        root = self.root
+        _, host_key, _ = await asyncio.to_thread(prepare_keys, root)
+        ssh_port = self.ssh_port or free_port()
+        os.chmod(root, 0o755)  # the login user reaches the engine's files and nvidia-smi's ledger through it
+        env = {k: v for k, v in self.service_env.items() if k not in ("PATH", "HOME")}
+        layout = HostLayout(hostname=self.name, ssh_port=ssh_port, host_key=root / "ssh" / "host_key",
+                            client_public_key=(root / "ssh" / "client_key.pub").read_text(), unit=self.unit_name,
+                            unit_text=self._unit_text, sim_dir=root, repo=repo_root(), environment=env)
+        self.real = RealSystemd(layout, root / "systemd")
+        try:
+            self._control = await control.serve(root, self._handle)
+        except OSError as exc:
+            raise RuntimeError(f"another simulated host is already running in {root}") from exc
+        await self.real.boot()
+        known = root / "ssh" / "known_hosts_systemd"
+        await asyncio.to_thread(known.write_text, known_hosts_line("127.0.0.1", ssh_port, host_key) + "\n")
+        for fault in SCENARIOS[self.scenario]["faults"]:
+            await self.fault(fault)
+        if SCENARIOS[self.scenario]["start"]:
+            await self.real.start()
+        self.info = {"name": self.name, "ssh_host": "127.0.0.1", "ssh_port": ssh_port, "user": USER,
+                     "client_key": str(root / "ssh" / "client_key"), "known_hosts": str(known),
+                     "unit": self.unit_name, "unit_dir": str(self.unit_dir), "server_url": self.server_url,
+                     "sudo": True, "systemd": "real"}
+        _write_json(root / "host.json", self.info)
+
     def _make_root(self) -> Path:
         if self._given_dir is None:
             self._owned_dir = True
@@ -160,10 +210,17 @@ class SimHost:
         model_dir.mkdir(parents=True, exist_ok=True)
         (model_dir / "config.json").write_text(json.dumps({"architectures": ["Qwen3_5MoeForCausalLM"],
                                                           "model_type": "qwen3_5_moe"}))
-        if not self.unit_path.exists() or not old:
-            self.unit_path.write_text(unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port,
-                                                engine=self.engine))
-        install_tools(root / "bin")
+        scale = self.time_scale if self.systemd == "real" else None
+        self._unit_text = unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port,
+                                    engine=self.engine, scale=scale)
+        if self.systemd == "python" and (not self.unit_path.exists() or not old):
+            self.unit_path.write_text(self._unit_text)
+        if self.systemd == "real":
+            from simhost.systemd.backend import python_for_tools
+
+            install_tools(root / "bin", python_for_tools())
+        else:
+            install_tools(root / "bin")
         install_sglang_shim(root / "lib" / "python")
         gpu.write_shape(root, self.gpus, self.gpu_memory_mib)
         simstate.update(root, residual_gib=0.0, slow_load=False)
@@ -172,6 +229,8 @@ class SimHost:
         if self.supervisor is not None:
             await self.supervisor.close()
         self._kill_sleepers()
+        if self.real is not None:
+            await self.real.close()
         if self._ssh is not None:
             with contextlib.suppress(Exception):
                 await self._ssh.close()
@@ -199,6 +258,8 @@ class SimHost:
     async def fault(self, name: str) -> str:
         if name not in FAULTS:
             raise ValueError(f"unknown fault {name!r} (one of {', '.join(FAULTS)})")
+        if self.real is not None:
+            return await self._fault_real(name)
         sup = self.supervisor
         assert sup is not None
         if name == "stale-gpu-holder":
@@ -241,20 +302,58 @@ class SimHost:
         simstate.update(self.root, residual_gib=0.0, slow_load=False)
         return "all faults cleared"
 
-    def _spawn_sleeper(self, comm: str, *bind: object) -> subprocess.Popen[bytes]:
+    async def _fault_real(self, name: str) -> str:
+        """The same faults on real systemd: processes are placed inside the host, signals go to the unit's
+        MainPID as systemd reports it, and the Xid line is sent to journald by the kernel's identifier."""
+        real = self.real
+        assert real is not None
+        if name == "stale-gpu-holder":
+            if await real.main_pid():
+                return "the engine is running: stop it first (on real systemd a leftover holder is placed at once)"
+            self._spawn_stale({i: 94312 for i in range(self.gpus)})
+            return "a leftover process now holds GPU memory"
+        if name == "port-in-use":
+            self._spawn_sleeper("python3", "127.0.0.1", self.server_port)
+            return f"port {self.server_port} is now held by another process"
+        if name == "slow-load":
+            simstate.update(self.root, slow_load=True)
+            return "weight loading is 3x slower from the next start"
+        if name == "nccl-timeout":
+            return "NCCL watchdog timeout injected" if await real.signal_main("USR1") else "no server running"
+        if name == "xid":
+            lost = self.gpus - 1
+            from simhost.tools.nvidia_smi import bus_id
+
+            pci = bus_id(lost)[4:-2].lower()
+            fields = (f"MESSAGE=NVRM: Xid (PCI:{pci}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
+                      "the bus.\nSYSLOG_IDENTIFIER=kernel\nSYSLOG_FACILITY=0\nPRIORITY=4\n")
+            await real.ns.run(["logger", "--journald"], input=fields.encode())
+            shape = gpu.read_shape(self.root)
+            _write_json(gpu.gpu_dir(self.root) / "gpus.json", {**shape, "lost": [lost]})
+            await real.signal_main("USR2")
+            return f"Xid 79 on GPU {lost}"
+        self._kill_sleepers()
+        gpu.write_shape(self.root, self.gpus, self.gpu_memory_mib)
+        simstate.update(self.root, residual_gib=0.0, slow_load=False)
+        return "all faults cleared"
+
+    def _spawn_sleeper(self, comm: str, *bind: object) -> int:
+        """A process named `comm` (optionally listening on `bind`); returns its pid as the host's tools see it."""
+        if self.real is not None:
+            return self.real.place(_SLEEPER, comm, *map(str, bind)).pid
         proc = subprocess.Popen([sys.executable, "-S", "-c", _SLEEPER, comm, *map(str, bind)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         assert proc.stdout is not None
         proc.stdout.readline()
         self._sleepers.append(proc)
-        return proc
+        return proc.pid
 
     def _spawn_stale(self, mib: dict[int, int], names: dict[int, str] | None = None) -> None:
         for i, amount in mib.items():
             name = (names or {}).get(i, f"sglang::scheduler_TP{i}")
-            proc = self._spawn_sleeper(name)
-            gpu.hold(self.root, proc.pid, name, {i: amount}, {i: 0})
+            pid = self._spawn_sleeper(name)
+            gpu.hold(self.root, pid, name, {i: amount}, {i: 0})
 
     def _on_server_exit(self, invocation: str, pid: int) -> None:
         records = gpu.records_of_invocation(self.root, invocation)
@@ -279,15 +378,18 @@ class SimHost:
                 proc.wait(timeout=2)
             gpu.release(self.root, proc.pid)
         self._sleepers.clear()
+        for pid in self.real.unplace() if self.real is not None else []:
+            gpu.release(self.root, pid)
 
     # ---- control requests --------------------------------------------------------------------------
     async def _handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        sup = self.supervisor
-        assert sup is not None
         op = req.get("op")
-        unit = req.get("unit") or self.unit_name
         if op == "fault":
             return {"ok": True, "message": await self.fault(str(req.get("name")))}
+        sup = self.supervisor
+        if sup is None:  # real systemd: its own systemctl answers, not this socket
+            return {"ok": False, "error": "this host runs real systemd"}
+        unit = req.get("unit") or self.unit_name
         if op == "daemon-reload":
             await sup.daemon_reload()
             return {"ok": True}

@@ -29,9 +29,33 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 
-def unit_text(steps: int, model_dir: Path, port: int, *, engine: str = "sglang") -> str:
-    if engine == "vllm":
-        return vllm_unit_text(steps, model_dir, port)
+def unit_text(steps: int, model_dir: Path, port: int, *, engine: str = "sglang", scale: float | None = None) -> str:
+    """The host's unit. `scale`: write its restart, stop and start-limit times already multiplied by the sim's time
+    scale (for real systemd, which runs them in real time; the sim's supervisor scales the configured values)."""
+    text = vllm_unit_text(steps, model_dir, port) if engine == "vllm" else sglang_unit_text(steps, model_dir, port)
+    return text if scale is None else scaled_unit(text, scale)
+
+
+def scaled_unit(text: str, scale: float) -> str:
+    """`text` with RestartSec=/TimeoutStopSec= multiplied by `scale` and systemd's default start limit (10 s, 5
+    starts) written out at that scale, so a crash loop meets the start limit exactly when it would at full speed."""
+    out = []
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key in ("RestartSec", "TimeoutStopSec") and value.strip().isdigit():
+            line = f"{key}={_ms(int(value) * scale)}"
+        out.append(line)
+        if line == "[Unit]":
+            out.append(f"StartLimitIntervalSec={_ms(10 * scale)}")
+            out.append("StartLimitBurst=5")
+    return "\n".join(out) + "\n"
+
+
+def _ms(seconds: float) -> str:
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def sglang_unit_text(steps: int, model_dir: Path, port: int) -> str:
     return (
         "[Unit]\n"
         "Description=SGLang server (Qwen3.5-122B-A10B)\n"

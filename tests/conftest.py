@@ -24,9 +24,29 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(_TESTS_DIR.parent), str(_TESTS_DIR), os.environ.get("PYTHONPATH", "")) if p)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return ("databases: sqlite + postgresql (" + PG_URL.split("@")[-1] + ")" if PG_URL
-            else "databases: sqlite only (PITCREW_TEST_PG_URL not set: PostgreSQL tests skipped)")
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from simhost.systemd import unavailable
+
+    why = unavailable()
+    return [("databases: sqlite + postgresql (" + PG_URL.split("@")[-1] + ")" if PG_URL
+             else "databases: sqlite only (PITCREW_TEST_PG_URL not set: PostgreSQL tests skipped)"),
+            ("systemd: the sim's supervisor and systemd 252 booted in namespaces" if why is None
+             else f"systemd: the sim's supervisor only (real systemd: {why})")]
+
+
+def _real_systemd() -> pytest.MarkDecorator:
+    from simhost.systemd import unavailable
+
+    why = unavailable()
+    return pytest.mark.skipif(why is not None, reason=f"real systemd unavailable: {why}")
+
+
+@pytest.fixture(params=[pytest.param("python", id="systemd=python"),
+                        pytest.param("real", id="systemd=real", marks=_real_systemd())])
+def systemd(request: pytest.FixtureRequest) -> str:
+    """The simulated host's service manager: the sim's Python supervisor, then systemd 252 itself (skipped with
+    the reason where this machine cannot boot it). `SIMHOST_SYSTEMD=python` runs the supervisor alone."""
+    return str(request.param)
 
 
 async def _pg_schema_db() -> tuple[Database, str]:

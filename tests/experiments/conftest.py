@@ -103,10 +103,12 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
                        policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
                        sim_opts: dict[str, Any] | None = None, via: str = "asyncssh",
-                       engine: str = "sglang") -> BotUnderTest:
-            """``via="openssh"``: the bot reaches the simulated host through a real OpenSSH sshd instead."""
+                       engine: str = "sglang", systemd: str = "python") -> BotUnderTest:
+            """``via="openssh"``: the bot reaches the simulated host through a real OpenSSH sshd instead.
+            ``systemd="real"``: the host runs systemd 252 itself (reached through its own sshd, as ``pitcrew``
+            with sudo)."""
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
-                                                          time_scale=TIME_SCALE, engine=engine,
+                                                          time_scale=TIME_SCALE, engine=engine, systemd=systemd,
                                                           **(sim_opts or {})))
             info = dict(sim.info)
             if via == "openssh":
@@ -116,7 +118,8 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
                             known_hosts=str(sshd.known_hosts))
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
                     "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
-                    "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
+                    "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"],
+                    "sudo": bool(info.get("sudo"))}
             settings = load_settings(None, db={"url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"}, hosts=[host],
                                      bench=bench or BENCH, policy={"roles": {"*": "admin"}, "confirm": list(confirm),
                                              **(policy or {})})

@@ -36,9 +36,9 @@ async def test_seed_try_10_steps_fails_diagnosed_and_rolls_back(make_bot) -> Non
     await _serves(bot)
 
 
-async def test_seed_try_10_steps_stops_at_the_ramp_level_that_breaks(make_bot) -> None:
+async def test_seed_try_10_steps_stops_at_the_ramp_level_that_breaks(make_bot, systemd: str) -> None:
     """With the ramp (default): 1 request holds, 2 together kill it; rolled back before any benchmark level."""
-    bot = await make_bot("seed", bench=SMALL)
+    bot = await make_bot("seed", bench=SMALL, systemd=systemd)
     before = bot.unit_text()
     job = await bot.wait_job(_job_id((await bot.say("try 10 steps")).text), timeout=180)
     assert job.state == "failed"

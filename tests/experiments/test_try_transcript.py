@@ -9,8 +9,8 @@ from services.units.sglang_flags import apply_changes
 from simhost.sglang.model import speed
 
 
-async def test_try_10_steps_posts_preview_progress_and_results(make_bot) -> None:
-    bot = await make_bot("healthy", confirm=("try",))
+async def test_try_10_steps_posts_preview_progress_and_results(make_bot, systemd: str) -> None:
+    bot = await make_bot("healthy", confirm=("try",), systemd=systemd)
     before = bot.unit_text()
     reply = await bot.say("try 10 steps c=1")
     assert "confirm" in reply.text.lower()
