@@ -209,10 +209,13 @@ class SystemdNamespace:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid1, signal.SIGKILL)
         if launcher is not None:
-            if launcher.returncode is None:
+            # `unshare` reaps PID 1, and PID 1 is reaped only after every process of its namespace is gone
+            try:
+                await asyncio.wait_for(launcher.wait(), within)
+            except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     launcher.kill()
-            await launcher.wait()
+                await launcher.wait()
         await asyncio.to_thread(self._reap, within)
 
     def _reap(self, within: float) -> None:
