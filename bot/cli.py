@@ -119,15 +119,23 @@ def history(ctx: click.Context, host: str | None, since: str | None, as_json: bo
               help="Per-run speed jitter of the simulated server (sd, percent); 0 = off.")
 @click.option("--engine", default="sglang", show_default=True, type=click.Choice(["sglang", "vllm"]),
               help="The inference server on the simulated host: SGLang 0.5.9 or vLLM 0.11.")
+@click.option("--systemd", "systemd", default="python", show_default=True, type=click.Choice(["python", "real"]),
+              help="The host's service manager: the sim's supervisor, or systemd 252 itself (needs root).")
 def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | None, charts_dir: Path,
-         noise_pct: float, engine: str) -> None:
+         noise_pct: float, engine: str, systemd: str) -> None:
     """Run the whole product locally: a simulated GPU host, SQLite and a console chat."""
     from bot.demo import run_demo
+
+    if systemd == "real":
+        from simhost.systemd import unavailable
+
+        if (why := unavailable()) is not None:
+            fail(f"real systemd cannot be booted here: {why} (use --systemd python)")
 
     lines = script.read_text().splitlines() if script else None
     code = run_async(run_demo(script_lines=lines, scenario=scenario, time_scale=time_scale, keep=keep,
                               interactive=sys.stdin.isatty(), files_dir=charts_dir, noise_pct=noise_pct,
-                              engine=engine))
+                              engine=engine, systemd=systemd))
     sys.exit(code)
 
 

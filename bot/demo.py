@@ -28,11 +28,12 @@ from bot.delivery import run_delivery
 from bot.logs import configure_logging
 from bot.settings import load_settings
 
-BANNER = """[bold]pitcrew demo[/bold] — a simulated GPU host running SGLang under systemd ({scenario}), and this chat.
+BANNER = """[bold]pitcrew demo[/bold] — a simulated GPU host running SGLang under {systemd} ({scenario}), and this \
+chat.
 Try:  [bold]status[/bold]   ·   [bold]try 4 steps[/bold]   ·   [bold]sweep steps 1..5[/bold]   ·   \
 [bold]try 10 steps[/bold] (the field notes' crash loop)   ·   [bold]help[/bold]
 Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave."""
-BANNER_VLLM = """[bold]pitcrew demo[/bold] — a simulated GPU host running vLLM 0.11 under systemd ({scenario}), \
+BANNER_VLLM = """[bold]pitcrew demo[/bold] — a simulated GPU host running vLLM 0.11 under {systemd} ({scenario}), \
 and this chat.
 Try:  [bold]status[/bold]   ·   [bold]try 4 spec tokens[/bold]   ·   [bold]sweep spec tokens 2..5[/bold]   ·   \
 [bold]try context 262144[/bold] (a KV cache too small for it)   ·   [bold]help flags[/bold]
@@ -44,7 +45,7 @@ DEMO_BENCH = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "inpu
 def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> Any:
     host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"], "user": info["user"],
             "client_key": info["client_key"], "known_hosts": info["known_hosts"], "unit": info["unit"],
-            "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
+            "unit_dir": info["unit_dir"], "server_url": info["server_url"], "sudo": bool(info.get("sudo"))}
     return load_settings(None, db={"url": f"sqlite+aiosqlite:///{workdir / 'pitcrew.db'}"}, hosts=[host],
                          bench=DEMO_BENCH,
                          policy={"incident_stable_window_s": 120.0, "restart_loop_window_s": 600.0,
@@ -81,7 +82,7 @@ async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, qui
 
 async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale: float, keep: Path | None,
                    interactive: bool, timeout_s: float = 900.0, files_dir: Path | None = Path("pitcrew-demo"),
-                   noise_pct: float = 0.0, engine: str = "sglang") -> int:
+                   noise_pct: float = 0.0, engine: str = "sglang", systemd: str = "python") -> int:
     from simhost.host import SimHost
 
     console = Console(highlight=False, width=None if interactive else 160)
@@ -90,10 +91,11 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
         workdir = keep or Path(sync_stack.enter_context(tempfile.TemporaryDirectory(prefix="pitcrew-demo-")))
         workdir.mkdir(parents=True, exist_ok=True)
         async with AsyncExitStack() as stack:
-            console.print(f"starting the simulated host ({engine}, {scenario}, time scale {time_scale}) …",
+            console.print(f"starting the simulated host ({engine}, {scenario}, time scale {time_scale}, "
+                          f"{'systemd 252' if systemd == 'real' else 'the simulator'}'s service manager) …",
                           style="dim")
             sim = await stack.enter_async_context(SimHost(workdir / "sim", scenario=scenario, time_scale=time_scale,
-                                                          noise_pct=noise_pct, engine=engine))
+                                                          noise_pct=noise_pct, engine=engine, systemd=systemd))
             settings = demo_settings(workdir, sim.info, time_scale=time_scale)
             core = await build_core(settings, stack, transport=TRANSPORT, time_scale=time_scale)
             view = ConsoleView(console, files_dir=files_dir)
@@ -102,7 +104,9 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
                                                         stop=stop, wake=core.wake, poll_s=0.1))
             stack.push_async_callback(_stop_task, delivery, stop)
             chat = ConsoleChat(core.router.dispatch, view)
-            console.print(Panel((BANNER_VLLM if engine == "vllm" else BANNER).format(scenario=scenario)))
+            manager = "systemd 252 (real, in private namespaces)" if systemd == "real" else "systemd (simulated)"
+            console.print(Panel((BANNER_VLLM if engine == "vllm" else BANNER).format(scenario=scenario,
+                                                                                      systemd=manager)))
             if interactive and script_lines is None:
                 return await _interactive(chat, core, stop)
             lines = script_lines if script_lines is not None else [ln async for ln in read_lines(stop)]

@@ -31,9 +31,12 @@ def sim() -> None:
 @click.option("--noise-seed", type=int, default=0, show_default=True, help="Seed of that jitter.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default="sglang", show_default=True,
               help="The inference server the host runs: SGLang 0.5.9 or vLLM 0.11 (`vllm serve`).")
+@click.option("--systemd", "systemd", type=click.Choice(["python", "real"]), default="python", show_default=True,
+              help="The host's service manager: the sim's supervisor, or systemd 252 itself booted in private "
+                   "namespaces on a throwaway overlay (needs root; reached through its own sshd as `pitcrew`).")
 def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_memory_mib: int,
        ssh_port: int, name: str, noise_pct: float, noise_seed: int,
-       engine: str) -> None:
+       engine: str, systemd: str) -> None:
     """Start one simulated host in the foreground; prints its host entry as one JSON line when ready."""
     import asyncio
     import json
@@ -42,10 +45,16 @@ def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_m
 
     from simhost.host import SimHost
 
+    if systemd == "real":
+        from simhost.systemd import unavailable
+
+        if (why := unavailable()) is not None:
+            raise click.ClickException(f"real systemd cannot be booted here: {why} (use --systemd python)")
+
     async def run() -> None:
         host = SimHost(Path(state_dir) if state_dir else None, scenario=scenario, time_scale=time_scale,
                        gpus=gpus, gpu_memory_mib=gpu_memory_mib, ssh_port=ssh_port, name=name,
-                       noise_pct=noise_pct, noise_seed=noise_seed, engine=engine)
+                       noise_pct=noise_pct, noise_seed=noise_seed, engine=engine, systemd=systemd)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,7 +10,7 @@ set -euo pipefail
 state=$1; setup=$2; shift 2
 mount --make-rprivate /
 mkdir -p "$state/ovl"
-mount -t tmpfs -o mode=755,size=2g pitcrew-sim "$state/ovl"
+mount -t tmpfs -o mode=755,size=16g pitcrew-sim "$state/ovl"
 mkdir -p "$state/ovl/upper" "$state/ovl/work" "$state/ovl/root"
 mount -t overlay pitcrew-sim -o "lowerdir=/,upperdir=$state/ovl/upper,workdir=$state/ovl/work" "$state/ovl/root"
 r=$state/ovl/root

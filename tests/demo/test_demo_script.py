@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 
-def test_demo_script_shows_results_alert_rollback_and_resolution(tmp_path: Path) -> None:
+def test_demo_script_shows_results_alert_rollback_and_resolution(tmp_path: Path, systemd: str) -> None:
+    """The same story on the sim's supervisor and on systemd 252 itself (`--systemd real`)."""
     script = tmp_path / "story.txt"
     script.write_text("status\ntry 4 steps\ntry 10 steps\n")
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("PITCREW_CONFIG", None)
-    proc = subprocess.run([sys.executable, "-m", "bot", "demo", "--script", str(script), "--time-scale", "0.02"],
+    proc = subprocess.run([sys.executable, "-m", "bot", "demo", "--script", str(script), "--time-scale", "0.02",
+                           "--systemd", systemd],
                           capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL,
                           cwd=tmp_path)
     out = proc.stdout
@@ -30,3 +32,4 @@ def test_demo_script_shows_results_alert_rollback_and_resolution(tmp_path: Path)
     assert "rolled back to revision" in out[alert:]
     assert "Resolved" in out[alert:] and "fixed by automatic rollback" in out
     assert "demo finished." in out
+    assert ("systemd 252 (real" in out) == (systemd == "real")
