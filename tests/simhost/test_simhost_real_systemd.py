@@ -44,7 +44,8 @@ def _leftovers() -> list[str]:
             continue
     for hierarchy in Path("/sys/fs/cgroup").iterdir():
         found += [f"cgroup {p}" for p in hierarchy.rglob(f"{CGROUP_PREFIX}*") if p.is_dir()]
-    found += [f"mount {line}" for line in Path("/proc/self/mountinfo").read_text().splitlines() if "pitcrew-sim" in line]
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    found += [f"mount {line}" for line in mounts if "pitcrew-sim" in line]
     return found
 
 
@@ -90,19 +91,19 @@ async def test_a_login_sees_systemd_252_as_pid_1_the_unit_active_and_its_lines_i
 
 
 async def test_the_sudo_rule_allows_what_pitcrew_runs_and_nothing_else(tmp_path: Path) -> None:
-    async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=SCALE, systemd="real") as sim:
-        async with await _login(sim.info) as conn:
-            rc, listed = await _sh(conn, "sudo -n -l")
-            assert rc == 0 and "/usr/bin/systemctl daemon-reload" in listed, listed
-            assert (await _sh(conn, "sudo -n -- systemctl restart sglang.service"))[0] == 0
-            assert (await _sh(conn, "sudo -n -- cat -- /etc/systemd/system/sglang.service"))[0] == 0
-            for refused in ("sudo -n -- cat /etc/shadow", "sudo -n -- systemctl stop pitcrew-sshd.service",
-                            "sudo -n -- bash -c id", "sudo -n -- systemctl restart sglang.service ssh.service",
-                            "sudo -n -- mv -f -T /tmp/x /etc/sudoers.d/pitcrew"):
-                rc, out = await _sh(conn, refused)
-                assert rc != 0 and "sudo: a password is required" in out, (refused, out)
-            rc, out = await _sh(conn, "cat /etc/sudoers.d/pitcrew")
-            assert rc != 0  # not even readable by the login user
+    async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=SCALE, systemd="real") as sim, \
+            await _login(sim.info) as conn:
+        rc, listed = await _sh(conn, "sudo -n -l")
+        assert rc == 0 and "/usr/bin/systemctl daemon-reload" in listed, listed
+        assert (await _sh(conn, "sudo -n -- systemctl restart sglang.service"))[0] == 0
+        assert (await _sh(conn, "sudo -n -- cat -- /etc/systemd/system/sglang.service"))[0] == 0
+        for refused in ("sudo -n -- cat /etc/shadow", "sudo -n -- systemctl stop pitcrew-sshd.service",
+                        "sudo -n -- bash -c id", "sudo -n -- systemctl restart sglang.service ssh.service",
+                        "sudo -n -- mv -f -T /tmp/x /etc/sudoers.d/pitcrew"):
+            rc, out = await _sh(conn, refused)
+            assert rc != 0 and "sudo: a password is required" in out, (refused, out)
+        rc, out = await _sh(conn, "cat /etc/sudoers.d/pitcrew")
+        assert rc != 0  # not even readable by the login user
     assert "pitcrew ALL=(root) NOPASSWD:" in sudoers_rule("pitcrew", "sglang.service")
 
 
