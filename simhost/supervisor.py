@@ -142,21 +142,23 @@ class Supervisor:
         if self.active_state in ("active", "activating", "deactivating") and self.sub_state != "auto-restart":
             return
         self._cancel_restart()
-        if manual:
-            self.n_restarts = 0
         job = job or self.log.next_job()
         now = time.monotonic()
         window = self.scaled(self.unit.start_limit_interval_usec)
         while self._starts and now - self._starts[0] > window:
             self._starts.popleft()
         if self.unit.start_limit_burst > 0 and len(self._starts) >= self.unit.start_limit_burst:
+            # systemd 252 (service_enter_dead): the result becomes start-limit-hit only if it was success; after a
+            # crash loop the unit keeps 'exit-code' (or 'signal'), and NRestarts is not reset by the refused start
             self.log.start_limit()
-            if manual:
+            if self.result == "success":
                 self.result = "start-limit-hit"
             self.log.failed_result(self.result)
             self.log.failed_to_start(self.unit.ident, job)
             self._set("failed", "failed")
-            raise JobFailed("start-limit-hit")
+            raise JobFailed(self.result)
+        if manual:
+            self.n_restarts = 0
         self._starts.append(now)
         await self._spawn()
         self.log.started(self.unit.ident, job)
@@ -312,6 +314,8 @@ class Supervisor:
             self._set("activating", "auto-restart")
             self._restart_task = asyncio.create_task(self._auto_restart())
         else:
+            if clean:  # systemd 252: starts that end in a clean exit do not count toward the start limit
+                self._starts.clear()
             self._set("inactive" if clean else "failed", "dead" if clean else "failed")
 
     async def _auto_restart(self) -> None:

@@ -3,12 +3,13 @@
 Owns: the line grammar (sections, `#`/`;` comments, backslash continuations, later assignments
 override, an empty assignment resets a list), timespans (`parse_sec`, `format_timespan`),
 `ExecStart=` word splitting with systemd's quoting and prefixes, and the warnings systemd logs
-for what it does not accept (`Unknown key name 'X' in section 'Y', ignoring.`, `Failed to parse
-... value, ignoring: ...`). Supported: [Unit] Description, Documentation, After, Before, Wants,
+for what it does not accept (`Unknown key 'X' in section [Y], ignoring.`, `Failed to parse
+... value, ignoring: ...`: the texts of systemd 252.38, checked against it in
+`tests/simhost/test_simhost_manager_contract.py`). Supported: [Unit] Description, Documentation, After, Before, Wants,
 Requires, StartLimitIntervalSec, StartLimitBurst; [Service] Type (simple/exec), ExecStart,
 Restart, RestartSec, TimeoutStopSec, TimeoutStartSec, TimeoutSec, Environment, WorkingDirectory,
 SyslogIdentifier, User, Group, KillMode, KillSignal (ignored), LimitNOFILE, LimitMEMLOCK;
-[Install] WantedBy, RequiredBy, Alias. Everything else gets systemd's "Unknown key name" warning.
+[Install] WantedBy, RequiredBy, Alias. Everything else gets systemd's "Unknown key" warning.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def parse_unit(path: Path, name: str | None = None) -> Unit:
         if section not in SUPPORTED:
             continue
         if key not in SUPPORTED[section]:
-            unit.warnings.append(f"{where}: Unknown key name '{key}' in section '{section}', ignoring.")
+            unit.warnings.append(f"{where}: Unknown key '{key}' in section [{section}], ignoring.")
             continue
         _apply(unit, key, value, where, exec_lines)
     if not exec_lines:
@@ -205,7 +206,7 @@ def parse_unit(path: Path, name: str | None = None) -> Unit:
 
 
 def _apply(unit: Unit, key: str, value: str, where: str, exec_lines: list[str]) -> None:
-    def sec(label: str = "sec") -> int | None:
+    def sec(label: str = "time") -> int | None:
         try:
             return parse_sec(value)
         except ValueError:
@@ -261,4 +262,4 @@ def _apply(unit: Unit, key: str, value: str, where: str, exec_lines: list[str]) 
         if value in ("simple", "exec"):
             unit.service_type = value
         else:
-            unit.warnings.append(f"{where}: Unknown key name 'Type={value}' in section 'Service', ignoring.")
+            unit.warnings.append(f"{where}: Failed to parse service type, ignoring: {value}")

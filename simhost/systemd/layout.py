@@ -69,25 +69,9 @@ class HostLayout:
         """The bash script `boot.sh` runs chrooted in the overlay before it execs systemd."""
         q = shlex.quote
         rule = sudoers_rule(USER, self.unit) if self.sudoers is None else self.sudoers
-        env = " ".join(q(f"{k}={v}") for k, v in sorted(self.environment.items()))
         shim = self.sim_dir / "lib" / "python"
         parts = [
-            "set -euo pipefail",
-            "umask 022",
-            # nothing of the image starts: no wants, no default target, no generators (whiteouts in the overlay)
-            "rm -rf /etc/systemd/system/*.wants /usr/lib/systemd/system/*.wants /etc/systemd/system/default.target",
-            "rm -f /usr/lib/systemd/system-generators/* /etc/systemd/system-generators/* 2>/dev/null || true",
-            "ln -sf /dev/null /etc/systemd/system/systemd-journald-audit.socket",
-            f"echo {q(self.hostname)} > /etc/hostname",
-            f"printf '127.0.1.1\\t%s\\n' {q(self.hostname)} >> /etc/hosts",
-            f"echo {uuid.uuid4().hex} > /etc/machine-id",
-            "mkdir -p /var/log/journal /etc/systemd/system.conf.d",
-            _file("/etc/systemd/system.conf.d/pitcrew-sim.conf", f"[Manager]\nDefaultEnvironment={env}\n"),
-            _file(f"{UNIT_DIR}/{TARGET}",
-                  "[Unit]\nDescription=pitcrew simulated GPU host\n"
-                  # tmpfiles: the journal's group and ACLs (systemd-journal reads it); flush: a persistent journal
-                  "Wants=systemd-journald.service systemd-tmpfiles-setup.service systemd-journal-flush.service "
-                  f"dbus.socket {SSHD_UNIT}\n"),
+            *base_setup(self.hostname, [SSHD_UNIT], self.environment),
             # the login user pitcrew connects as; '*' (not '!') so sshd does not treat it as locked
             f"id -u {USER} >/dev/null 2>&1 || useradd -m -p '*' -s /bin/bash -G systemd-journal {USER}",
             f"install -d -m 700 -o {USER} -g {USER} /home/{USER}/.ssh",
@@ -127,6 +111,30 @@ class HostLayout:
             "KbdInteractiveAuthentication no", "AllowAgentForwarding no", "AllowTcpForwarding no",
             "X11Forwarding no", "PrintMotd no", "MaxStartups 100", "LogLevel INFO",
             "Subsystem sftp internal-sftp", ""])
+
+
+def base_setup(hostname: str, wants: list[str], environment: dict[str, str] | None = None) -> list[str]:
+    """The setup lines of any host: nothing of the image starts (no ``*.wants``, no default target, no generators:
+    whiteouts in the overlay), a hostname and machine id of its own, and our target pulling in journald (the
+    tmpfiles setup gives the journal its group and ACLs, the flush makes it persistent), D-Bus and `wants`."""
+    q = shlex.quote
+    env = " ".join(q(f"{k}={v}") for k, v in sorted((environment or {}).items()))
+    return [
+        "set -euo pipefail",
+        "umask 022",
+        "rm -rf /etc/systemd/system/*.wants /usr/lib/systemd/system/*.wants /etc/systemd/system/default.target",
+        "rm -f /usr/lib/systemd/system-generators/* /etc/systemd/system-generators/* 2>/dev/null || true",
+        "ln -sf /dev/null /etc/systemd/system/systemd-journald-audit.socket",
+        f"echo {q(hostname)} > /etc/hostname",
+        f"printf '127.0.1.1\\t%s\\n' {q(hostname)} >> /etc/hosts",
+        f"echo {uuid.uuid4().hex} > /etc/machine-id",
+        "mkdir -p /var/log/journal /etc/systemd/system.conf.d",
+        _file("/etc/systemd/system.conf.d/pitcrew-sim.conf", f"[Manager]\nDefaultEnvironment={env}\n"),
+        _file(f"{UNIT_DIR}/{TARGET}",
+              "[Unit]\nDescription=pitcrew simulated GPU host\n"
+              "Wants=systemd-journald.service systemd-tmpfiles-setup.service systemd-journal-flush.service "
+              f"dbus.socket {' '.join(wants)}\n"),
+    ]
 
 
 def _file(path: str, text: str) -> str:

@@ -124,6 +124,10 @@ def _report_job(verb: str, unit: str, answer: dict[str, object]) -> int:
         print(f"Failed to {verb} {unit}: Unit {unit} has a bad unit file setting.\n"
               f"See system logs and 'systemctl status {unit}' for details.", file=sys.stderr)
         return 1
+    if result == "exit-code":  # as systemd 252's systemctl printed it (tests/simhost/test_simhost_manager_contract.py)
+        print(f"Job for {unit} failed because the control process exited with error code.\n"
+              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.", file=sys.stderr)
+        return 1
     if result == "start-limit-hit":
         # as observed from systemctl in https://github.com/systemd/systemd/pull/30530
         print(f"Job for {unit} failed.\n"
