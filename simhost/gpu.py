@@ -45,10 +45,11 @@ def read_shape(root: Path) -> dict[str, object]:
         return {"count": 4, "memory_mib": DEFAULT_MEMORY_MIB, "name": GPU_NAME}
 
 
-def proc_start_time(pid: int) -> str | None:
-    """Field 22 of /proc/PID/stat (None when the process is gone or a zombie)."""
+def proc_start_time(pid: int, proc: str = "/proc") -> str | None:
+    """Field 22 of /proc/PID/stat (None when the process is gone or a zombie). `proc`: another PID namespace's
+    procfs (a real-systemd host's, `/proc/<its pid 1>/root/proc`, seen from outside)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
+        with open(f"{proc}/{pid}/stat", "rb") as fh:
             stat = fh.read().decode("ascii", "replace")
     except OSError:
         return None
@@ -67,9 +68,9 @@ def proc_comm(pid: int) -> str:
 
 
 def hold(root: Path, pid: int, name: str, mib: dict[int, int], util: dict[int, int] | None = None,
-         invocation: str = "") -> None:
-    """Record (or update) what `pid` holds (written by the holder or its parent)."""
-    start = proc_start_time(pid)
+         invocation: str = "", proc: str = "/proc") -> None:
+    """Record (or update) what `pid` holds (written by the holder or its parent; `pid` as `proc` numbers it)."""
+    start = proc_start_time(pid, proc)
     if start is None:
         return
     _atomic_write(gpu_dir(root) / "holders" / f"{pid}.json",

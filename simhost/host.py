@@ -110,6 +110,13 @@ class SimHost:
         return f"http://127.0.0.1:{self.server_port}"
 
     @property
+    def placed_pids(self) -> list[int]:
+        """The pids of the processes the sim placed on the host (faults), as the host's own tools see them."""
+        if self.real is not None:
+            return [p.pid for p in self.real.placed]
+        return [p.pid for p in self._sleepers]
+
+    @property
     def service_env(self) -> dict[str, str]:
         return {"SIMHOST_DIR": str(self.root), "SIMHOST_TIME_SCALE": repr(self.time_scale),
                 "PATH": f"{self.root / 'bin'}:{os.environ.get('PATH', os.defpath)}",
@@ -353,7 +360,8 @@ class SimHost:
         for i, amount in mib.items():
             name = (names or {}).get(i, f"sglang::scheduler_TP{i}")
             pid = self._spawn_sleeper(name)
-            gpu.hold(self.root, pid, name, {i: amount}, {i: 0})
+            proc = str(self.real.ns.root / "proc") if self.real is not None else "/proc"
+            gpu.hold(self.root, pid, name, {i: amount}, {i: 0}, proc=proc)
 
     def _on_server_exit(self, invocation: str, pid: int) -> None:
         records = gpu.records_of_invocation(self.root, invocation)

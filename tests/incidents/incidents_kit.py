@@ -148,7 +148,7 @@ def spec_from_sim(info: dict[str, object], name: str) -> HostSpec:
     return HostSpec(name=name, address=str(info["ssh_host"]), port=int(str(info["ssh_port"])),
                     user=str(info["user"]), client_key=Path(str(info["client_key"])),
                     known_hosts=Path(str(info["known_hosts"])), unit=str(info["unit"]),
-                    unit_dir=str(info["unit_dir"]), server_url=str(info["server_url"]))
+                    unit_dir=str(info["unit_dir"]), server_url=str(info["server_url"]), sudo=bool(info.get("sudo")))
 
 
 async def wait_for(cond: Callable[[], bool], limit_s: float, what: str) -> None:

@@ -97,25 +97,29 @@ def of(events: list[object], kind: type) -> list[object]:
 
 
 async def edit_steps(lv: Live, old: str, new: str) -> None:
-    path = str(lv.sim.unit_path)
+    path = f"{lv.sim.info['unit_dir']}/{lv.sim.info['unit']}"
     text = await lv.host.read_file(path, timeout=10)
     assert old in text
     await lv.host.upload(path, text.replace(old, new).encode(), timeout=10)
-    await lv.host.run(["systemctl", "daemon-reload"], timeout=15, check=True)
+    await ctl(lv, "daemon-reload")
+
+
+async def ctl(lv: Live, *args: str) -> None:
+    await lv.host.run(["systemctl", *args], timeout=30, sudo=lv.host.spec.sudo)
 
 
 async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollback(
-        tmp_path: Path, sqlite_db: Database) -> None:
+        tmp_path: Path, sqlite_db: Database, systemd: str) -> None:
     policy = IncidentPolicy(window_s=60, stable_window_s=2.0, tick_s=0.2, own_action_window_s=0.5,
                             auto_rollback=True, auto_rollback_within_s=60)
-    async with SimHost(tmp_path / "sim", scenario="seed", time_scale=0.01, name=NAME) as sim:
+    async with SimHost(tmp_path / "sim", scenario="seed", time_scale=0.01, name=NAME, systemd=systemd) as sim:
         await sim.wait_ready(30)
         async with live(sim, sqlite_db, policy) as lv:
             # pitcrew's deploy of steps 10, as the experiment pipeline does it
             await edit_steps(lv, "--speculative-num-steps 5 ", "--speculative-num-steps 10 ")
             await lv.audit.record(None, actor=SYSTEM, action="deploy", host=NAME,
                                   detail={"summary": "--speculative-num-steps 5 -> 10", "revision": 2})
-            await lv.host.run(["systemctl", "restart", UNIT], timeout=30)
+            await ctl(lv, "restart", UNIT)
             # steps 10 serves one request, and dies of CUDA OOM as soon as two decode together (the field
             # notes); every start after that fails at start-up
             await sim.wait_ready(30)
@@ -135,7 +139,7 @@ async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollba
             # the experiment service performs the rollback to steps 5
             await edit_steps(lv, "--speculative-num-steps 10 ", "--speculative-num-steps 5 ")
             await lv.audit.record(None, actor=SYSTEM, action="rollback", host=NAME, detail={"revision": 1})
-            await lv.host.run(["systemctl", "restart", UNIT], timeout=30)
+            await ctl(lv, "restart", UNIT)
             await wait_for(lambda: bool(of(lv.events, IncidentResolved)), 30, "the resolution")
 
             assert len(of(lv.events, IncidentOpened)) == 1
@@ -152,10 +156,10 @@ async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollba
             assert got.state == "resolved" and got.restarts >= 3
 
 
-async def test_stale_gpu_holder_is_diagnosed_with_its_pid(tmp_path: Path, sqlite_db: Database) -> None:
+async def test_stale_gpu_holder_is_diagnosed_with_its_pid(tmp_path: Path, sqlite_db: Database, systemd: str) -> None:
     policy = IncidentPolicy(window_s=60, stable_window_s=30, tick_s=0.5)
-    async with SimHost(tmp_path / "sim", scenario="stale-gpu", time_scale=0.01, name=NAME) as sim:
-        stale = [p.pid for p in sim._sleepers]
+    async with SimHost(tmp_path / "sim", scenario="stale-gpu", time_scale=0.01, name=NAME, systemd=systemd) as sim:
+        stale = sim.placed_pids
         assert stale
         async with live(sim, sqlite_db, policy) as lv:
             await wait_for(lambda: bool(of(lv.events, IncidentOpened)), 40, "the alert")
@@ -168,9 +172,9 @@ async def test_stale_gpu_holder_is_diagnosed_with_its_pid(tmp_path: Path, sqlite
                 f"rollback {NAME}", f"mute {info.id} 60", f"logs incident {info.id}", f"ack {info.id}"]
 
 
-async def test_restarts_announced_with_expect_do_not_alert(tmp_path: Path, sqlite_db: Database) -> None:
+async def test_restarts_announced_with_expect_do_not_alert(tmp_path: Path, sqlite_db: Database, systemd: str) -> None:
     policy = IncidentPolicy(window_s=60, stable_window_s=30, tick_s=0.5, own_action_window_s=0.2)
-    async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=0.01, name=NAME) as sim:
+    async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=0.01, name=NAME, systemd=systemd) as sim:
         await sim.wait_ready(30)
         async with live(sim, sqlite_db, policy) as lv:
 
@@ -178,7 +182,7 @@ async def test_restarts_announced_with_expect_do_not_alert(tmp_path: Path, sqlit
                 pid = (await lv.host.run(["systemctl", "show", UNIT, "-p", "MainPID", "--value"],
                                          timeout=10)).stdout.strip()
                 assert pid.isdigit() and pid != "0"
-                await lv.host.run(["kill", "-9", pid], timeout=10)
+                await lv.host.run(["kill", "-KILL", pid], timeout=10, sudo=lv.host.spec.sudo)
                 await sim.wait_ready(30)
 
             lv.monitor.expect(NAME, "restart", until=60.0)
