@@ -66,6 +66,10 @@ class CommandFailed(HostError):
     """A command on the host exited non-zero."""
 
 
+class SudoRefused(CommandFailed):
+    """sudo on the host refused to run a command for pitcrew's user (its sudoers rule lacks it); nothing ran."""
+
+
 class UnitError(PitcrewError):
     """A systemd unit file could not be read or edited as asked."""
 

@@ -58,7 +58,7 @@ class SimHost:
     def __init__(self, dir: Path | None = None, *, scenario: str = "healthy", time_scale: float = 0.01,
                  gpus: int = 4, gpu_memory_mib: int = gpu.DEFAULT_MEMORY_MIB, ssh_port: int = 0,
                  name: str = "sim-gpu-1", ssh: bool = True, noise_pct: float = 0.0, noise_seed: int = 0,
-                 engine: str = "sglang", systemd: str = "python") -> None:
+                 engine: str = "sglang", systemd: str = "python", sudoers: str | None = None) -> None:
         if systemd not in SYSTEMD_BACKENDS:
             raise ValueError(f"unknown systemd backend {systemd!r} (one of {', '.join(SYSTEMD_BACKENDS)})")
         if engine not in UNITS:
@@ -79,6 +79,7 @@ class SimHost:
         self.noise_seed = noise_seed
         self.systemd = systemd  # "python": the sim's supervisor; "real": systemd 252 booted in namespaces
         self.real: RealSystemd | None = None
+        self.sudoers = sudoers  # real systemd: the login user's sudoers rule (None: what pitcrew needs; "": none)
         self.root = Path(".")
         self.info: dict[str, Any] = {}
         self.supervisor: Supervisor | None = None
@@ -180,7 +181,8 @@ class SimHost:
         env = {k: v for k, v in self.service_env.items() if k not in ("PATH", "HOME")}
         layout = HostLayout(hostname=self.name, ssh_port=ssh_port, host_key=root / "ssh" / "host_key",
                             client_public_key=(root / "ssh" / "client_key.pub").read_text(), unit=self.unit_name,
-                            unit_text=self._unit_text, sim_dir=root, repo=repo_root(), environment=env)
+                            unit_text=self._unit_text, sim_dir=root, repo=repo_root(), environment=env,
+                            sudoers=self.sudoers)
         self.real = RealSystemd(layout, root / "systemd")
         try:
             self._control = await control.serve(root, self._handle)

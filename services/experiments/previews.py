@@ -34,6 +34,7 @@ from services.units import (
     UnitOps,
     apply_changes,
     config_label,
+    flag_diff,
     format_change,
     get_flag,
     read_exec_start,
@@ -92,12 +93,30 @@ class Previews:
         diff = tuple(format_change(c) for c in plan.diff)
         if not plan.changed:
             return Preview(host, ops.unit_path, diff, plan.notes, False)
-        report = await self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency)
+        report, drift = await asyncio.gather(
+            self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency),
+            self.drift_check(ops, text))
+        if drift is not None:
+            report.checks.insert(0, drift)
         if report.refused and host_busy is not None and await host_busy():
             report.checks = [c.softened("another job on this host is running or queued; checked again when this "
                                         "job starts") for c in report.checks]
         return Preview(host, ops.unit_path, diff, plan.notes, plan.changed, report.lines(), report.refused,
                        report.forecast)
+
+    async def drift_check(self, ops: UnitOps, text: str) -> Check | None:
+        """A warning when the live unit file was changed outside pitcrew (no revision it wrote or saw; against the
+        one it last ran there), and when systemd has not reloaded the file the server runs from."""
+        reference, state = await asyncio.gather(self.revisions.drift(ops.spec.name, ops.unit, text), ops.state())
+        parts = []
+        if reference is not None:
+            changes = "; ".join(format_change(c) for c in flag_diff(reference.text, text))
+            parts.append(f"unit file: changed outside pitcrew since revision {reference.id} "
+                         f"({changes or 'lines outside ExecStart='}); this try starts from the file as it is now")
+        if state.raw.get("NeedDaemonReload") == "yes":
+            parts.append("systemd has not reloaded the unit file (NeedDaemonReload=yes): the server runs an older "
+                         "version of it until the deploy's daemon-reload")
+        return Check(WARN, "; ".join(parts)) if parts else None
 
     async def preflight(self, ops: UnitOps, text: str, new_argv: tuple[str, ...],
                         levels: tuple[int, ...]) -> PreflightReport:

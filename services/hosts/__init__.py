@@ -6,6 +6,7 @@ The names below are the package's public API: other packages import only these."
 from services.hosts.contract import Host, HostSpec
 from services.hosts.fence import check_guard, fenced, guarded
 from services.hosts.pool import HostPool
+from services.hosts.sudoers import sudoers_rule
 
 __all__ = [
     "Host",
@@ -14,4 +15,5 @@ __all__ = [
     "check_guard",
     "fenced",
     "guarded",
+    "sudoers_rule",
 ]

@@ -35,7 +35,7 @@ from contextlib import asynccontextmanager
 
 import asyncssh
 
-from services.errors import CommandFailed, HostError, HostTimeout, HostUnreachable
+from services.errors import CommandFailed, HostError, HostTimeout, HostUnreachable, SudoRefused
 from services.hosts.conn import CONNECTION_ERRORS, END_WAIT_S, SshConnection, secs
 from services.hosts.contract import (
     CommandResult,
@@ -46,6 +46,7 @@ from services.hosts.contract import (
     quote_argv,
     stderr_tail,
 )
+from services.hosts.sudoers import refusal
 
 log = logging.getLogger("pitcrew.hosts")
 
@@ -207,9 +208,19 @@ class SshHost:
             raise self._timed_out(args, timeout)  # the remote backstop fired first
         result = CommandResult(args, status, _decode(out), _decode(err), duration)
         log.debug("%s: %s exited %d in %.3fs", self._spec.name, program_name(args), status, duration)
+        if sudo and refusal(status, result.stderr):
+            raise self._refused(args, result.stderr)
         if check and status != 0:
             raise self._failed(args, status, result.stderr)
         return result
+
+    def _refused(self, argv: Sequence[str], stderr: str) -> SudoRefused:
+        shown = " ".join(argv)
+        return SudoRefused(
+            f"sudo on {self._label()} refused `{shown[:200]}` for user {self._spec.user}: its sudoers rule does not "
+            "allow that command, so it did not run. Install the rule pitcrew needs (docs/HOSTS.md shows it; "
+            "`sudo -l` on the host lists what the user may run).",
+            host=self._spec.name, exit_status=1, stderr_tail=stderr_tail(stderr))
 
     def _failed(self, argv: Sequence[str], status: int, stderr: str) -> CommandFailed:
         tail = stderr_tail(stderr)

@@ -5,7 +5,7 @@ recorded revisions, and the careful stop/start of a unit (deploy).
 The names below are the package's public API: other packages import only these."""
 
 from services.units.deploy import ReadyReport, StartFailed, UnitOps, UnitState
-from services.units.editor import get_flag, read_exec_start, rewrite_exec_start
+from services.units.editor import flag_diff, get_flag, read_exec_start, rewrite_exec_start
 from services.units.engine_cli import EngineCli, EngineOption, FlagProblem, check_argv, engine_of, parse_help
 from services.units.engine_flags import (
     FLAGS,
@@ -56,6 +56,7 @@ __all__ = [
     "engine_flag",
     "engine_of",
     "engine_version",
+    "flag_diff",
     "flag_help_lines",
     "flag_label",
     "format_change",

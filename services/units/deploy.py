@@ -32,7 +32,7 @@ from services.journal import (
 from services.units.engines import engine_version
 
 Progress = Callable[[str], Awaitable[None]]
-SHOW_PROPS = "NRestarts,ActiveState,SubState,Result,MainPID,ExecMainStatus,ExecMainCode,InvocationID"
+SHOW_PROPS = "NRestarts,ActiveState,SubState,Result,MainPID,ExecMainStatus,ExecMainCode,InvocationID,NeedDaemonReload"
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,18 @@ class Revisions:
                 .order_by(UnitRevision.known_good_at.desc(), UnitRevision.id.desc()).limit(1))
             return None if row is None else _view(row)
 
+    async def drift(self, host: str, unit: str, text: str) -> Revision | None:
+        """When `text` (the live unit) is no revision pitcrew ever wrote or saw on this host while it has seen
+        others, the revision it was changed from: the last known-good one (what pitcrew last ran there), else the
+        newest. None when the text is known, or on first contact."""
+        if await self._find(host, unit, unit_hash(text)) is not None:
+            return None
+        reference = await self.last_known_good(host, unit)
+        if reference is None:
+            newest = await self.list(host, limit=1)
+            reference = newest[0] if newest and newest[0].unit == unit else None
+        return reference
+
     async def baseline(self, host: str, unit: str) -> Revision | None:
         """The host's baseline: the first revision of the unit pitcrew recorded (what labels are named against)."""
         async with self._db.sessions() as s:
