@@ -266,6 +266,12 @@ class Experiments(Previews):
             report = await ops.stop(deadline_s=self.policy.stop_timeout_s,
                                     progress=lambda p: self.progress(ctx, p))
             d["seconds"] = round(report.seconds, 2)
+            if report.result == "timeout":  # the field notes' incident 1: not a crash, and pitcrew's own stop
+                d["sigkill"] = True
+                await self.audit.record(None, actor=actor, action="stop-timeout", host=host,
+                                        detail={"job": ctx.job.id, "seconds": d["seconds"],
+                                                "summary": "the server did not exit within TimeoutStopSec; "
+                                                           "systemd sent SIGKILL (requests were still in flight)"})
             if report.holders:
                 holders = ", ".join(f"pid {h.pid} ({h.name}, {h.used_mib} MiB)" for h in report.holders)
                 d["holders"] = [h.pid for h in report.holders]

@@ -65,6 +65,7 @@ class GpuApp:
 class StopReport:
     seconds: float
     holders: tuple[GpuApp, ...]  # processes still holding GPU memory after the bounded wait
+    result: str = ""  # systemd's Result= once stopped: "timeout" when TimeoutStopSec ran out and it SIGKILLed
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ class UnitOps:
         while True:
             st = await self.state()
             if st.inactive:
+                result = st.result
                 break
             if time.monotonic() - t0 > deadline_s:
                 raise DeployFailed(f"{self.unit} on {self.spec.name} did not stop within {deadline_s:.0f} s")
@@ -176,7 +178,7 @@ class UnitOps:
             if not holders or time.monotonic() > wait_until:
                 break
             await asyncio.sleep(self._t(1.0))
-        return StopReport(seconds=time.monotonic() - t0, holders=tuple(holders))
+        return StopReport(seconds=time.monotonic() - t0, holders=tuple(holders), result=result)
 
     async def start_and_wait(self, *, deadline_s: float, progress: Progress | None = None,
                              model: str | None = None, engine: str = "sglang") -> ReadyReport:
