@@ -108,9 +108,9 @@ def _own_cgroups() -> dict[Path, str]:
         key = "" if controllers == "" else ",".join(sorted(controllers.split(",")))
         if "cpuset" in key.split(","):
             continue
-        target = mounts.get(key)
-        if target is not None:
-            found[target] = path
+        mounted = mounts.get(key)
+        if mounted is not None:
+            found[mounted] = path
     return found
 
 
