@@ -81,8 +81,8 @@ def _phases(entries: list[dict[str, Any]], t_from: datetime, t_to: datetime) -> 
     return out
 
 
-async def run(tries: int, scale: float) -> dict[str, Any]:
-    from rel_kit import RelBot, job_id_of, read_journal, settings_for
+async def run(tries: int, scale: float, systemd: str = "python") -> dict[str, Any]:
+    from rel_kit import RelBot, job_id_of, settings_for
     from sqlalchemy import select
 
     from bot.app import build_core
@@ -92,7 +92,7 @@ async def run(tries: int, scale: float) -> dict[str, Any]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         async with AsyncExitStack() as stack:
-            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", time_scale=scale))
+            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", time_scale=scale, systemd=systemd))
             core = await build_core(settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db", bench=BENCH), stack,
                                     transport="bench", time_scale=scale, watch_journals=False,
                                     start_scheduler=False)
@@ -108,7 +108,7 @@ async def run(tries: int, scale: float) -> dict[str, Any]:
                     steps = {st.name: st for st in (await s.execute(
                         select(JobStep).where(JobStep.job_id == job_id))).scalars()}
                     bench_run = await s.scalar(select(BenchRun).where(BenchRun.job_id == job_id))
-                entries = await asyncio.to_thread(read_journal, sim.root)
+                entries = await sim.journal_entries()
                 ph = _phases(entries, job.started_at, job.finished_at)
                 wall = (job.finished_at - job.started_at).total_seconds()
                 stop_s = (ph["Stopped"] - ph["Stopping"]).total_seconds()
@@ -125,7 +125,7 @@ async def run(tries: int, scale: float) -> dict[str, Any]:
                              "serving_lag_s": (start.finished_at - ph["ready"]).total_seconds(),
                              "steps_s": {k: round((v.finished_at - v.started_at).total_seconds(), 3)
                                          for k, v in steps.items()}})
-    return {"time_scale": scale, "tries": tries, "rows": rows}
+    return {"time_scale": scale, "tries": tries, "systemd": systemd, "rows": rows}
 
 
 # pitcrew's default benchmark (bench.* settings): what a try runs when nobody narrows it
@@ -255,17 +255,42 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--rollback", action="store_true", help="confirm -> rollback of try 10 steps, ramp off vs on")
     ap.add_argument("--preflight", action="store_true", help="time the preflight's parts over SSH")
+    ap.add_argument("--systemd", choices=["python", "real", "both"], default="python",
+                    help="the host's service manager; both: each in turn, and real against the imitation")
     args = ap.parse_args()
     if args.preflight:
         return main_preflight(args)
     if args.rollback:
         return main_rollback(args)
-    res = asyncio.run(run(args.tries, args.time_scale))
+    backends = ["python", "real"] if args.systemd == "both" else [args.systemd]
+    medians: dict[str, float] = {}
+    status = 0
+    for backend in backends:
+        status |= report(asyncio.run(run(args.tries, args.time_scale, backend)), args)
+        medians[backend] = _median_overhead
+    if len(medians) == 2:
+        real, imitation = medians["real"], medians["python"]
+        ratio = real / imitation if imitation > 0 else float("inf")
+        ok = ratio <= 1 + GOAL_REAL_VS_IMITATION
+        print(f"overhead on systemd 252 itself vs the sim's supervisor, same run: median {real:.2f} s vs "
+              f"{imitation:.2f} s ({(ratio - 1) * 100:+.0f} %) — goal within {GOAL_REAL_VS_IMITATION:.0%}: "
+              f"{'PASS' if ok else 'FAIL'}")
+        status |= 0 if ok else 1
+    return status
+
+
+_median_overhead = 0.0
+GOAL_REAL_VS_IMITATION = 0.10
+
+
+def report(res: dict[str, Any], args: argparse.Namespace) -> int:
+    global _median_overhead
     rows = res["rows"]
     if args.json:
         print(json.dumps(res, indent=1))
-    print(f"try-cycle overhead on the simulated host (time scale {args.time_scale}, {args.tries} tries, "
-          f"bench {BENCH['requests_per_level']} req x {BENCH['output_len']} tok at C=1)")
+    manager = "systemd 252 itself" if res["systemd"] == "real" else "the sim's supervisor"
+    print(f"try-cycle overhead on the simulated host under {manager} (time scale {args.time_scale}, "
+          f"{args.tries} tries, bench {BENCH['requests_per_level']} req x {BENCH['output_len']} tok at C=1)")
     print(f"{'job':>4} {'wall':>7} {'stop':>6} {'load':>6} {'bench':>6} {'ramp':>5} {'overhead':>9} {'ready lag':>10} "
           f"{'serving lag':>12}  steps")
     for r in rows:
@@ -276,6 +301,7 @@ def main() -> int:
     ov = [r["overhead_s"] for r in rows]
     lag = [r["ready_lag_s"] for r in rows]
     ok_ov, ok_lag = max(ov) < GOAL_OVERHEAD_S, max(lag) < GOAL_READY_S
+    _median_overhead = statistics.median(ov)
     print(f"overhead: median {statistics.median(ov):.2f} s, max {max(ov):.2f} s — goal < {GOAL_OVERHEAD_S} s: "
           f"{'PASS' if ok_ov else 'FAIL'}")
     print(f"ready line seen after: median {statistics.median(lag) * 1000:.0f} ms, max {max(lag) * 1000:.0f} ms — "

@@ -42,11 +42,15 @@ Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leav
 DEMO_BENCH = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 128, "output_len": 128}
 
 
-def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> Any:
-    host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"], "user": info["user"],
+def host_entry(info: dict[str, Any]) -> dict[str, Any]:
+    """A `hosts` settings entry from a simulated host's `.info` (its `host.json`): the one mapping of the two."""
+    return {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"], "user": info["user"],
             "client_key": info["client_key"], "known_hosts": info["known_hosts"], "unit": info["unit"],
             "unit_dir": info["unit_dir"], "server_url": info["server_url"], "sudo": bool(info.get("sudo"))}
-    return load_settings(None, db={"url": f"sqlite+aiosqlite:///{workdir / 'pitcrew.db'}"}, hosts=[host],
+
+
+def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> Any:
+    return load_settings(None, db={"url": f"sqlite+aiosqlite:///{workdir / 'pitcrew.db'}"}, hosts=[host_entry(info)],
                          bench=DEMO_BENCH,
                          policy={"incident_stable_window_s": 120.0, "restart_loop_window_s": 600.0,
                                  # the demo's own console user is its admin (roles fail closed)

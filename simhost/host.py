@@ -252,6 +252,16 @@ class SimHost:
         if self._owned_dir:
             shutil.rmtree(self.root, ignore_errors=True)
 
+    async def journal_entries(self) -> list[dict[str, Any]]:
+        """Every entry of the host's journal, oldest first, as `journalctl -o json` gives them (journald's own
+        for real systemd, the sim's journal file for the supervisor)."""
+        if self.real is not None:
+            _, out, _ = await self.real.ns.run(["journalctl", "-o", "json", "--no-pager"], timeout=60)
+            return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        from simhost.journal import iter_all, journal_path
+
+        return await asyncio.to_thread(lambda: list(iter_all(journal_path(self.root))))
+
     # ---- readiness helper for tests and the demo ---------------------------------------------------
     async def wait_ready(self, within: float = 30.0) -> None:
         """Until `/health` answers 200 (raises TimeoutError)."""

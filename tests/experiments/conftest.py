@@ -20,6 +20,7 @@ import pytest
 
 from bot.app import Core, build_core
 from bot.delivery import run_delivery
+from bot.demo import host_entry
 from bot.settings import load_settings
 from handlers.contract import Actor, ChatMessage, Reply
 from services.store.outbox import MessageRef, OutboxItem
@@ -116,10 +117,7 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
                 stack.push_async_callback(sshd.close)
                 info.update(ssh_host=sshd.host, ssh_port=sshd.port, user=sshd.user, client_key=str(sshd.client_key),
                             known_hosts=str(sshd.known_hosts))
-            host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
-                    "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
-                    "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"],
-                    "sudo": bool(info.get("sudo"))}
+            host = host_entry(info)
             settings = load_settings(None, db={"url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"}, hosts=[host],
                                      bench=bench or BENCH, policy={"roles": {"*": "admin"}, "confirm": list(confirm),
                                              **(policy or {})})

@@ -19,19 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import Core
+from bot.demo import host_entry
 from bot.settings import Settings, load_settings
 from handlers.contract import Actor, ChatMessage, Reply
 
 TINY_BENCH: dict[str, Any] = {"concurrency": [1], "requests_per_level": 1, "warmup": 0, "input_len": 16,
                               "output_len": 16}
 PG_URL = os.environ.get("PITCREW_TEST_PG_URL", "")
-
-
-def host_entry(info: dict[str, Any]) -> dict[str, Any]:
-    """A `hosts` settings entry from a SimHost's `.info` (or its `host.json`)."""
-    return {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"], "user": info["user"],
-            "client_key": info["client_key"], "known_hosts": info["known_hosts"], "unit": info["unit"],
-            "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
 
 
 def settings_for(info: dict[str, Any], db_url: str, *, bench: dict[str, Any] | None = None,
