@@ -139,6 +139,7 @@ class SystemdNamespace:
         setup_path = self.state / "setup.sh"
         setup_path.write_text(setup)
         procs_files = []
+        await asyncio.to_thread(reap_orphaned_cgroups)
         for hierarchy, own in _own_cgroups().items():
             group = hierarchy / own.lstrip("/") / f"{CGROUP_PREFIX}{self.token}"
             group.mkdir(parents=True, exist_ok=True)
@@ -227,6 +228,23 @@ class SystemdNamespace:
             _remove_tree(group)
         self._cgroups.clear()
         shutil.rmtree(self.state / "ovl", ignore_errors=True)
+
+
+def reap_orphaned_cgroups(min_age_s: float = 60.0) -> int:
+    """Remove the `pitcrew-sim-*` cgroups of hosts whose owner died without a teardown (SIGKILL): empty and older
+    than `min_age_s` (a host booting right now has a fresh, possibly still empty one). Returns how many."""
+    removed = 0
+    for hierarchy, own in _own_cgroups().items():
+        parent = hierarchy / own.lstrip("/")
+        for group in parent.glob(f"{CGROUP_PREFIX}*"):
+            try:
+                age = time.time() - group.stat().st_mtime
+            except OSError:
+                continue
+            if age >= min_age_s and not _members(group):
+                _remove_tree(group)
+                removed += not group.exists()
+    return removed
 
 
 def _members(group: Path) -> bool:
