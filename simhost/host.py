@@ -252,6 +252,15 @@ class SimHost:
         if self._owned_dir:
             shutil.rmtree(self.root, ignore_errors=True)
 
+    async def signal_main(self, signame: str) -> bool:
+        """Send SIG`signame` (KILL, STOP, CONT, ...) to the unit's main process; False when it has none."""
+        if self.real is not None:
+            return await self.real.signal_main(signame)
+        pid = self.supervisor.main_pid if self.supervisor is not None else 0
+        if pid:
+            procs.kill(pid, getattr(signal, f"SIG{signame}"))
+        return bool(pid)
+
     async def journal_entries(self) -> list[dict[str, Any]]:
         """Every entry of the host's journal, oldest first, as `journalctl -o json` gives them (journald's own
         for real systemd, the sim's journal file for the supervisor)."""

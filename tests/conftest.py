@@ -41,8 +41,8 @@ def _real_systemd() -> pytest.MarkDecorator:
     return pytest.mark.skipif(why is not None, reason=f"real systemd unavailable: {why}")
 
 
-@pytest.fixture(params=[pytest.param("python", id="systemd=python"),
-                        pytest.param("real", id="systemd=real", marks=_real_systemd())])
+@pytest.fixture(params=[pytest.param("python", id="systemd-python"),
+                        pytest.param("real", id="systemd-real", marks=_real_systemd())])
 def systemd(request: pytest.FixtureRequest) -> str:
     """The simulated host's service manager: the sim's Python supervisor, then systemd 252 itself (skipped with
     the reason where this machine cannot boot it). `SIMHOST_SYSTEMD=python` runs the supervisor alone."""

@@ -13,8 +13,9 @@ def _diff_lines(before: str, after: str) -> list[tuple[str, str]]:
     return [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
 
 
-async def test_try_5_spec_tokens_changes_only_the_json_value_and_reports_vllms_accept_length(make_bot) -> None:
-    bot = await make_bot("healthy", confirm=("try",), engine="vllm")
+async def test_try_5_spec_tokens_changes_only_the_json_value_and_reports_vllms_accept_length(
+        make_bot, systemd: str) -> None:
+    bot = await make_bot("healthy", confirm=("try",), engine="vllm", systemd=systemd)
     before = bot.unit_text()
     assert unit_engine(before) == "vllm"
     status = await bot.say("status")
@@ -53,8 +54,8 @@ async def test_try_5_spec_tokens_changes_only_the_json_value_and_reports_vllms_a
     assert status.tables[0].rows[0][2] == "vLLM 0.11.0"
 
 
-async def test_a_max_model_len_the_kv_cache_cannot_hold_is_diagnosed_and_rolled_back(make_bot) -> None:
-    bot = await make_bot("healthy", engine="vllm")
+async def test_a_max_model_len_the_kv_cache_cannot_hold_is_diagnosed_and_rolled_back(make_bot, systemd: str) -> None:
+    bot = await make_bot("healthy", engine="vllm", systemd=systemd)
     before = bot.unit_text()
     reply = await bot.say("try context 262144 c=1")
     job_id = int(re.search(r"Job (\d+)", reply.text).group(1))

@@ -22,9 +22,9 @@ async def rel_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     async with AsyncExitStack() as stack:
         async def make(scenario: str = "healthy", *, db_url: str | None = None, scale: float = SCALE,
                        policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
-                       sim_dir: Path | None = None) -> RelBot:
+                       sim_dir: Path | None = None, systemd: str = "python") -> RelBot:
             sim = await stack.enter_async_context(SimHost(sim_dir or tmp_path / "sim", scenario=scenario,
-                                                          time_scale=scale))
+                                                          time_scale=scale, systemd=systemd))
             url = db_url or f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
             core = await build_core(settings_for(sim.info, url, policy=policy, bench=bench), stack,
                                     transport="test", time_scale=scale, watch_journals=False,

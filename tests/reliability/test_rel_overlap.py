@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import itertools
 
-from rel_kit import check_no_interleaving, job_id_of, read_journal, systemd_unit_sequence
+import pytest
+from rel_kit import check_no_interleaving, job_id_of, systemd_unit_sequence
 from sqlalchemy import func, select
 
 from services.store.audit import AuditQuery
@@ -20,10 +21,13 @@ from services.store.models import Job, Lease
 N_TRIES = 20
 
 
-async def test_twenty_concurrent_tries_never_overlap(rel_bot, any_db_url: str) -> None:
-    # twenty on SQLite; ten on PostgreSQL (the lease race there goes through INSERT ... IntegrityError)
+async def test_twenty_concurrent_tries_never_overlap(rel_bot, any_db_url: str, systemd: str) -> None:
+    # twenty on SQLite; ten on PostgreSQL (the lease race there goes through INSERT ... IntegrityError); on systemd
+    # 252 itself the host's side is what matters, so once, on SQLite
+    if systemd == "real" and not any_db_url.startswith("sqlite"):
+        pytest.skip("the lease race on PostgreSQL runs against the supervisor; real systemd once, on SQLite")
     n_tries = N_TRIES if any_db_url.startswith("sqlite") else N_TRIES // 2
-    bot = await rel_bot("healthy", db_url=any_db_url)
+    bot = await rel_bot("healthy", db_url=any_db_url, systemd=systemd)
     host = bot.sim.info["name"]
     samples: list[tuple[int, int]] = []
     stop = asyncio.Event()
@@ -61,7 +65,7 @@ async def test_twenty_concurrent_tries_never_overlap(rel_bot, any_db_url: str) -
         assert end_a <= start_b, f"job {a} still ran when job {b} started"
     assert [i for _, _, i in spans] == sorted(ids)
     # the host's journal: every stop completes before the next start, 20 stop/start pairs
-    seq = systemd_unit_sequence(read_journal(bot.sim.root))
+    seq = systemd_unit_sequence(await bot.sim.journal_entries())
     assert check_no_interleaving(seq) == [], seq
     # one stop/start per actual change (in FIFO order, the same value twice in a row deploys nothing)
     values = ["3"] + [j.command_text.split()[1] for j in sorted(jobs, key=lambda j: j.id)]

@@ -10,7 +10,7 @@ import os
 import signal
 import time
 
-from rel_kit import job_id_of, read_journal
+from rel_kit import job_id_of
 from sqlalchemy import select
 
 from services.store.models import BenchRun, JobStep, OutboxMessage
@@ -19,8 +19,8 @@ BENCH = {"concurrency": [1, 4], "requests_per_level": 8, "warmup": 0, "input_len
          "max_duration_s": 3.0}
 
 
-def _admissions(bot) -> int:
-    return sum("Prefill batch" in str(e.get("MESSAGE")) for e in read_journal(bot.sim.root))
+async def _admissions(bot) -> int:
+    return sum("Prefill batch" in str(e.get("MESSAGE")) for e in await bot.sim.journal_entries())
 
 
 async def _when_benchmarking(bot, job_id: int) -> None:
@@ -34,8 +34,8 @@ async def _when_benchmarking(bot, job_id: int) -> None:
             if step == "running":
                 break
             await asyncio.sleep(0.02)
-        admitted = _admissions(bot)
-        while _admissions(bot) < admitted + 2:
+        admitted = await _admissions(bot)
+        while await _admissions(bot) < admitted + 2:
             await asyncio.sleep(0.02)
 
 
@@ -53,13 +53,13 @@ async def _told(bot, job_id: int) -> list[str]:
         return [str(m.payload.get("text")) for m in rows]
 
 
-async def test_server_killed_mid_benchmark_ends_the_job_with_a_report(rel_bot) -> None:
-    bot = await rel_bot("healthy", bench=BENCH)
+async def test_server_killed_mid_benchmark_ends_the_job_with_a_report(rel_bot, systemd: str) -> None:
+    bot = await rel_bot("healthy", bench=BENCH, systemd=systemd)
     await bot.sim.wait_ready(30)
     job_id = job_id_of(await bot.say("bench"))
     await _when_benchmarking(bot, job_id)
     await asyncio.sleep(0.3)
-    os.kill(bot.sim.supervisor.main_pid, signal.SIGKILL)
+    assert await bot.sim.signal_main("KILL")
     job, took = await _finish(bot, job_id, 30)
     told = "\n".join(await _told(bot, job_id))
     assert job.state == "failed", (job.state, job.summary)
