@@ -64,7 +64,9 @@ def _ts(entry: dict[str, Any]) -> datetime:
 
 
 def _phases(entries: list[dict[str, Any]], t_from: datetime, t_to: datetime) -> dict[str, datetime]:
-    from services.journal.sglang import is_ready_line
+    from services.engines import engine_named
+
+    is_ready_line = engine_named("sglang").is_ready_line
 
     out: dict[str, datetime] = {}
     for e in entries:

@@ -23,11 +23,11 @@ from services.bench import (
     BenchProgress,
     BenchResult,
     BenchSpec,
-    SglangMetricsProbe,
-    VllmMetricsProbe,
+    MetricsProbe,
     run_benchmark,
     run_client_loop,
 )
+from services.engines import ENGINES, find_engine
 from services.errors import BenchmarkError
 
 
@@ -129,7 +129,7 @@ async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--timeout", "timeout", type=float, default=600.0, show_default=True,
               help="Deadline of each request, seconds.")
-@click.option("--metrics", "metrics", type=click.Choice(["none", "sglang", "vllm"]), default="none",
+@click.option("--metrics", "metrics", type=click.Choice(["none", *(e.name for e in ENGINES)]), default="none",
               show_default=True, help="Read server-side figures from the server's /metrics.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
 def bench(url: str, model: str | None, api: str, concurrency: str, requests: int | None,
@@ -153,8 +153,8 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
                          prompts_file=Path(prompts) if prompts else None, seed=seed, timeout_s=timeout)
     except BenchmarkError as exc:
         _fail(str(exc))
-    probe = (SglangMetricsProbe(spec.base_url) if metrics == "sglang"
-             else VllmMetricsProbe(spec.base_url) if metrics == "vllm" else None)
+    engine = find_engine(metrics)
+    probe = MetricsProbe(spec.base_url, engine) if engine is not None else None
     try:
         result = run_client_loop(_run(spec, probe, as_json))
     except BenchmarkError as exc:

@@ -24,9 +24,9 @@ from handlers.grammar_render import (
 )
 from handlers.grammar_rules import parse_again, parse_bench, parse_kill_stale, parse_rollback, parse_sweep, parse_try
 from handlers.spec import command
+from services.engines import parse_value, resolve_flag
 from services.errors import Conflict, UserInputError
 from services.experiments import label_for
-from services.units import parse_value, resolve_flag
 
 __all__ = ["do_again", "do_bench", "do_kill_stale", "do_rollback", "do_sweep", "do_try"]
 

@@ -18,8 +18,8 @@ from handlers.commands import Command, Help
 from handlers.grammar_args import HOST_RE, MAX_CONCURRENCY, MAX_LEVELS, MAX_SWEEP_VALUES, NUM, parse_host
 from handlers.registry import BY_WORD, spec_of
 from handlers.spec import CommandSpec, Said
+from services.engines import lookup_flag
 from services.errors import UnknownCommand, UserInputError
-from services.units import lookup_flag
 
 __all__ = ["HOST_RE", "MAX_CONCURRENCY", "MAX_LEN", "MAX_LEVELS", "MAX_SWEEP_VALUES", "parse", "parse_host", "render"]
 

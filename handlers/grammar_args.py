@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import NoReturn
 
+from services.engines import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
 from services.errors import UserInputError
-from services.units import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
 
 __all__ = [
     "BOOL_WORDS", "FILLERS", "HOST_RE", "MAX_CONCURRENCY", "MAX_ID", "MAX_LEVELS", "MAX_SWEEP_VALUES", "NUM",

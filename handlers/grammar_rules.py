@@ -56,8 +56,8 @@ from handlers.grammar_args import (
 )
 from handlers.grammar_time import parse_duration_minutes, parse_schedule_spec
 from handlers.spec import Said
+from services.engines import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
 from services.errors import UserInputError
-from services.units import FlagDef, check_plain, lookup_flag, parse_value, resolve_flag
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from handlers.registry import COMMANDS
 from handlers.spec import CommandSpec
+from services.engines import ENGINES, FLAGS, KNOBS, flag_help_lines, knob_of, lookup_flag
 from services.errors import UserInputError
-from services.units import FLAGS, KNOBS, SCHEMAS, flag_help_lines, knob_of, lookup_flag
 
 __all__ = ["help_text"]
 
@@ -29,8 +29,8 @@ def _overview() -> str:
     lines = ["pitcrew commands (say 'help <command>' for more, 'help flags' for the flags):"]
     for info in COMMANDS:
         lines.append(f"  {info.usage} - {info.summary}")
-    for schema in SCHEMAS.values():
-        lines.append(f"{schema.display} flags you can change: " + ", ".join(f.short for f in schema.flags) + ".")
+    for engine in ENGINES:
+        lines.append(f"{engine.display} flags you can change: " + ", ".join(f.short for f in engine.flags) + ".")
     return "\n".join(lines)
 
 
@@ -45,7 +45,7 @@ def _command(info: CommandSpec[Any]) -> str:
 
 
 def _knob_line() -> str:
-    parts = [f"{k.label('sglang')} = {k.sglang} / {k.vllm}" for k in KNOBS]
+    parts = [f"{k.label(ENGINES[0])} = " + " / ".join(k.flag(e) for e in ENGINES) for k in KNOBS]
     return ("Words for both engines (each unit gets its own engine's flag; either engine's flag name works too): "
             + "; ".join(parts) + ". 'spec tokens' is 'steps'; on vLLM it is num_speculative_tokens in "
             "--speculative-config (the rest of the JSON is kept).")
@@ -54,9 +54,9 @@ def _knob_line() -> str:
 def _flags() -> str:
     lines = ["Flags pitcrew can change (use the short name, e.g. 'try steps=5', or the engine's own --name):",
              _knob_line()]
-    for schema in SCHEMAS.values():
-        lines.append(f"{schema.display}:")
-        lines.extend(f"  {line}" for line in schema.help_lines())
+    for engine in ENGINES:
+        lines.append(f"{engine.display}:")
+        lines.extend(f"  {line}" for line in engine.flag_help_lines())
     lines.append("With topk 1, SGLang sets draft tokens to steps + 1; pitcrew changes a pinned draft with it.")
     return "\n".join(lines)
 
@@ -75,6 +75,6 @@ def help_text(topic: str | None = None) -> str:
         line = next(line for line, f in zip(flag_help_lines(), FLAGS, strict=True) if f is fdef)
         knob = knob_of(fdef.name)
         if knob is not None:
-            line += f" Same knob: {knob.sglang} on SGLang, {knob.vllm} on vLLM."
+            line += " Same knob: " + ", ".join(f"{knob.flag(e)} on {e.display}" for e in ENGINES) + "."
         return line
     raise UserInputError(f"There is no help on '{topic[:40]}'. Say 'help' for the list.")

@@ -10,6 +10,7 @@ from typing import Any
 
 from handlers.contract import Button, Reply, Table
 from handlers.ports import JobView
+from services.engines import find_engine
 from services.experiments import NOISY, Comparison, LevelFigures, RunSummary, pct, signed_pct
 from services.status import HostStatus
 
@@ -84,22 +85,9 @@ def failures_note(run: RunSummary) -> str:
 
 def engine_note(run: RunSummary) -> str:
     """What the run's engine does not report, so an empty cell is not read as zero (same columns for both)."""
-    cap = run.capacity
-    engine = cap.get("engine")
+    engine = find_engine(run.capacity.get("engine"))
     no_accept = bool(run.levels) and all(lv.accept_len is None for lv in run.levels)
-    notes: list[str] = []
-    if engine == "vllm":
-        line = "max running: vLLM logs no such figure (its cap is --max-num-seqs)"
-        tokens, conc, per = cap.get("max_total_num_tokens"), cap.get("max_concurrency"), cap.get("concurrency_tokens")
-        if tokens and conc and per:
-            line += f"; its KV cache of {tokens:,} tokens holds {conc:.2f}x requests of {per:,} tokens"
-        notes.append(line + ".")
-        if no_accept:
-            notes.append("accept len/rate: vLLM reported no speculative-decoding counters (vllm:spec_decode_*) "
-                         "in the window.")
-    elif engine == "sglang" and no_accept:
-        notes.append("accept len/rate: SGLang reports them on /metrics only with --enable-metrics.")
-    return "\n".join(notes)
+    return "\n".join(engine.report_notes(run.capacity, no_accept) if engine is not None else [])
 
 
 def sweep_table(result: dict[str, Any]) -> Table:

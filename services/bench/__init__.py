@@ -4,7 +4,7 @@ concurrency, server-side probes, statistics) and the child process the bot runs 
 The names below are the package's public API: other packages import only these."""
 
 from services.bench.conn import run_client_loop
-from services.bench.probes import SglangMetricsProbe, VllmMetricsProbe
+from services.bench.probes import MetricsProbe
 from services.bench.process import run_benchmark_isolated
 from services.bench.runner import BenchProgress, BenchSpec, run_benchmark
 from services.bench.stats import BenchResult
@@ -13,8 +13,7 @@ __all__ = [
     "BenchProgress",
     "BenchResult",
     "BenchSpec",
-    "SglangMetricsProbe",
-    "VllmMetricsProbe",
+    "MetricsProbe",
     "run_benchmark",
     "run_benchmark_isolated",
     "run_client_loop",

@@ -1,8 +1,8 @@
 """Server-side figures for a benchmark level's window, read from the server's Prometheus `/metrics`.
 
 Owns the `ServerProbe` seam (begin at the start of a level's measurement window, end after it)
-and two implementations: `SglangMetricsProbe` (SGLang gauges and counters) and
-`VllmMetricsProbe` (differences of vLLM's speculative-decoding counters). A probe never breaks a
+and `MetricsProbe`, which reads `/metrics` at both ends and lets the unit's engine say what the two snapshots
+mean (SGLang's gauges and counters, differences of vLLM's speculative-decoding counters). A probe never breaks a
 benchmark: when the server does not answer or lacks a metric, the figure is None.
 """
 
@@ -15,6 +15,7 @@ from typing import Protocol
 import httpx
 
 from services.bench.stats import ServerFigures
+from services.engines import Engine
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -70,30 +71,13 @@ class _MetricsReader:
         return parse_prometheus(resp.text)
 
 
-def _mean(metrics: dict[str, list[float]] | None, name: str) -> float | None:
-    vals = (metrics or {}).get(name)
-    return sum(vals) / len(vals) if vals else None
+class MetricsProbe:
+    """The engine's `/metrics` at the window's start and end; the engine says what they mean
+    (`Engine.window_figures`: SGLang's gauges and counters, differences of vLLM's speculative-decoding counters)."""
 
-
-def _total(metrics: dict[str, list[float]] | None, name: str) -> float | None:
-    vals = (metrics or {}).get(name)
-    return sum(vals) if vals else None
-
-
-def _delta(before: dict[str, list[float]] | None, after: dict[str, list[float]] | None,
-           name: str) -> float | None:
-    a, b = _total(before, name), _total(after, name)
-    if a is None or b is None or b < a:
-        return None
-    return b - a
-
-
-class SglangMetricsProbe:
-    """SGLang `/metrics` (needs `--enable-metrics`): accept length/rate gauges at the window's end,
-    generation throughput from `sglang:generation_tokens_total` over the window (else the gauge)."""
-
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, engine: Engine) -> None:
         self._reader = _MetricsReader(base_url)
+        self._engine = engine
         self._before: dict[str, list[float]] | None = None
         self._t0 = 0.0
 
@@ -103,38 +87,5 @@ class SglangMetricsProbe:
 
     async def end(self) -> ServerFigures:
         after = await self._reader.read()
-        elapsed = time.monotonic() - self._t0
-        gen = _delta(self._before, after, "sglang:generation_tokens_total")
-        throughput = gen / elapsed if gen is not None and elapsed > 0 else None
-        if throughput is None:
-            throughput = _mean(after, "sglang:gen_throughput")
-        return ServerFigures(accept_len=_mean(after, "sglang:spec_accept_length"),
-                             accept_rate=_mean(after, "sglang:spec_accept_rate"),
-                             gen_throughput=throughput)
-
-
-class VllmMetricsProbe:
-    """vLLM `/metrics`: accept rate = Δaccepted/Δdraft_tokens, accept length = 1 + Δaccepted/Δdrafts,
-    generation throughput = Δ`vllm:generation_tokens_total` / window."""
-
-    def __init__(self, base_url: str) -> None:
-        self._reader = _MetricsReader(base_url)
-        self._before: dict[str, list[float]] | None = None
-        self._t0 = 0.0
-
-    async def begin(self) -> None:
-        self._before = await self._reader.read()
-        self._t0 = time.monotonic()
-
-    async def end(self) -> ServerFigures:
-        after = await self._reader.read()
-        elapsed = time.monotonic() - self._t0
-        accepted = _delta(self._before, after, "vllm:spec_decode_num_accepted_tokens_total")
-        drafts = _delta(self._before, after, "vllm:spec_decode_num_drafts_total")
-        draft_tokens = _delta(self._before, after, "vllm:spec_decode_num_draft_tokens_total")
-        gen = _delta(self._before, after, "vllm:generation_tokens_total")
-        return ServerFigures(
-            accept_len=1.0 + accepted / drafts if accepted is not None and drafts else None,
-            accept_rate=accepted / draft_tokens if accepted is not None and draft_tokens else None,
-            gen_throughput=gen / elapsed if gen is not None and elapsed > 0 else None,
-        )
+        w = self._engine.window_figures(self._before, after, time.monotonic() - self._t0)
+        return ServerFigures(accept_len=w.accept_len, accept_rate=w.accept_rate, gen_throughput=w.gen_throughput)

@@ -92,8 +92,9 @@ async def run_benchmark_isolated(spec: Any, *, progress: ProgressFn | None = Non
 
 
 async def _child() -> int:
-    from services.bench.probes import SglangMetricsProbe, VllmMetricsProbe
+    from services.bench.probes import MetricsProbe
     from services.bench.runner import BenchSpec, run_benchmark
+    from services.engines import find_engine
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
@@ -121,8 +122,8 @@ async def _child() -> int:
         cancel.set()
 
     watcher = asyncio.create_task(stdin_closed())
-    probe = (SglangMetricsProbe(spec.url) if probe_kind == "sglang" else
-             VllmMetricsProbe(spec.url) if probe_kind == "vllm" else None)
+    engine = find_engine(probe_kind)  # whose /metrics counters to read (None: no server-side figures)
+    probe = MetricsProbe(spec.url, engine) if engine is not None else None
 
     async def progress(p: Any) -> None:
         emit({"type": "progress", **dataclasses.asdict(p)})

@@ -20,14 +20,14 @@ import httpx
 
 from services.bench.conn import Endpoint
 from services.bench.level import BenchProgress, LevelPlan, LevelRun
-from services.bench.probes import ServerProbe, SglangMetricsProbe, VllmMetricsProbe
+from services.bench.probes import MetricsProbe, ServerProbe
 from services.bench.prompts import load_prompts_file, request_body, synthetic_prompt
 from services.bench.stats import BenchResult, ClientHealth, Dist, LevelResult, ServerFigures
 from services.errors import BenchmarkError
 
 __all__ = [
-    "BenchProgress", "BenchResult", "BenchSpec", "ClientHealth", "Dist", "LevelResult", "ServerFigures",
-    "ServerProbe", "SglangMetricsProbe", "VllmMetricsProbe", "run_benchmark",
+    "BenchProgress", "BenchResult", "BenchSpec", "ClientHealth", "Dist", "LevelResult", "MetricsProbe",
+    "ServerFigures", "ServerProbe", "run_benchmark",
 ]
 
 CHECK_TIMEOUT_S = 10.0

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 
 from services.diagnosis.side import Action, RanBefore, format_time
 from services.diagnosis.signatures import PHASES, VLLM_LINE, phase_mark, signals_of
-from services.journal import Capacity, JournalEntry, SystemdEvent, classify, parse_capacity, parse_decode
+from services.engines import Capacity
+from services.engines.sglang import parse_capacity, parse_decode
+from services.journal import JournalEntry, SystemdEvent, classify
 
 STOP_ACTIONS = frozenset({"stop", "restart", "deploy", "rollback", "kill", "benchmark"})
 MEMORY_SIGS = frozenset({"kv_not_enough", "cuda_oom", "gpu_memory_taken", "foreign_gpu_process"})

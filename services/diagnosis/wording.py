@@ -15,8 +15,9 @@ from services.diagnosis.evidence import FLAGS_FOR, unit_flags
 from services.diagnosis.invocations import Invocation, short_time
 from services.diagnosis.ownership import Ownership, own_pids, ownership
 from services.diagnosis.side import RanBefore, SideEvidence
+from services.engines import Engine, detect_engine, engine_named
 from services.errors import PitcrewError
-from services.units import detect_engine, read_exec_start
+from services.units import read_exec_start
 
 
 @dataclass(frozen=True)
@@ -47,21 +48,9 @@ def config_change(ctx: Context) -> tuple[str | None, bool]:
     return ("; ".join(parts) if parts else None), bool(deploys)
 
 
-# the flags memory advice names, per engine (SGLang's ServerArgs, vLLM's EngineArgs: services/units/*_flags.py)
-MEMORY_FLAGS = {
-    "sglang": {"mem": "--mem-fraction-static", "len": "--context-length", "seqs": "--max-running-requests",
-               "spec": "fewer speculative steps (--speculative-num-steps)", "graphs": "--cuda-graph-max-bs",
-               "chunk": "--chunked-prefill-size"},
-    "vllm": {"mem": "--gpu-memory-utilization", "len": "--max-model-len", "seqs": "--max-num-seqs",
-             "spec": "fewer speculative tokens (num_speculative_tokens in --speculative-config)",
-             "graphs": "the CUDA-graph capture sizes (--compilation-config) or --enforce-eager",
-             "chunk": "--max-num-batched-tokens"},
-}
-
-
-def engine_of(ctx: Context) -> str:
-    """The engine of the unit file's ExecStart= (`services.units.detect_engine`); without a readable one, `vllm` when
-    the journal's lines are vLLM's, else `sglang`."""
+def engine_of(ctx: Context) -> Engine:
+    """The engine of the unit file's ExecStart= (`services.engines.detect_engine`); without a readable one, vLLM when
+    the journal's lines are vLLM's, else SGLang."""
     engine = "unknown"
     if ctx.side.unit_file:
         try:
@@ -70,7 +59,7 @@ def engine_of(ctx: Context) -> str:
             engine = "unknown"
     if engine == "unknown":
         engine = "vllm" if any(inv.vllm for inv in ctx.invocations) else "sglang"
-    return engine
+    return engine_named(engine)
 
 
 def _times(ctx: Context) -> str:
@@ -188,10 +177,10 @@ def _simple(summary: str, advice: str) -> Callable[[Context, Match], Words]:
 
 
 def _memory(summary: str, advice: str, label: str) -> Callable[[Context, Match], Words]:
-    """Memory labels: the advice names this engine's flags (`{mem}`, `{len}`, ... of MEMORY_FLAGS)."""
+    """Memory labels: the advice names this engine's flags (`{mem}`, `{len}`, ... of `Engine.advice_flags`)."""
 
     def words(ctx: Context, m: Match) -> Words:
-        w = _simple(summary, advice.format(**MEMORY_FLAGS[engine_of(ctx)]))(ctx, m)
+        w = _simple(summary, advice.format(**engine_of(ctx).advice_flags))(ctx, m)
         flags = unit_flags(ctx.side.unit_file, FLAGS_FOR[label])
         ran = _last_good(ctx) if label == "cuda_oom_runtime" else None
         extra = f" The unit runs {flags}." if flags else ""

@@ -1,9 +1,9 @@
 """Capacity forecast from a host's own history: KV cache tokens and max running requests of a configuration
 that has not run yet, predicted from the configurations that did.
 
-Every start logs SGLang's capacity (`max_total_num_tokens`, `max_running_requests`; parsed by
-`services.journal.parse_capacity`, stored with each benchmark run). The KV pool is what is left of the static
-memory after weights and the per-request buffers that grow with the draft tokens ``d``, so at one memory
+Every start logs its capacity (SGLang's `max_total_num_tokens`, `max_running_requests`; read by the engine's
+`Engine.capacity_reader`, stored with each benchmark run). The KV pool is what is left of the static memory
+after weights and the per-request buffers that grow with the draft tokens ``d``, so at one memory
 fraction and context length ``1 / tokens`` is close to linear in ``d`` (the field notes: 377,207 at d=3 and
 295,931 at d=4). `forecast` fits that line by least squares on the recorded points that share the new
 configuration's mem-fraction and context length (falling back to the nearest mem-fraction, said so), and
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.units import SCHEMAS, get_flag, schema_engine
+from services.engines import engine_for
 
 # SGLang resets max_running_requests to 48 for speculative decoding unless it is given (ServerArgs 0.5.9)
 SPEC_MAX_RUNNING = 48
@@ -61,51 +61,18 @@ class Forecast:
         return f"forecast: KV cache {approx}{self.tokens:,} tokens{mrr} ({how} {used})"
 
 
-def _num(v: str | None, kind: type) -> Any:
-    if v is None:
-        return None
-    try:
-        return kind(v)
-    except ValueError:
-        return None
-
-
 def config_point(argv: Sequence[str], capacity: dict[str, Any] | None = None, label: str = "") -> CapacityPoint:
-    """The forecast features of an ExecStart argv (SGLang's defaults and topk-1 coupling applied; on a vLLM
-    unit the same knobs from vLLM's flags: spec tokens + 1 draft tokens, gpu-memory-utilization, max-model-len)."""
-    if schema_engine(argv) == "vllm":
-        return _vllm_point(argv, capacity or {}, label)
-    algo = get_flag(argv, "--speculative-algorithm")
-    steps = _num(get_flag(argv, "--speculative-num-steps"), int)
-    topk = _num(get_flag(argv, "--speculative-eagle-topk"), int) or 1
-    draft = _num(get_flag(argv, "--speculative-num-draft-tokens"), int)
-    if algo is None:
-        d = 1
-    else:
-        steps = steps or 3
-        d = steps + 1 if topk == 1 or draft is None else draft
+    """The forecast features of an ExecStart argv, in its own engine's defaults (`Engine.forecast_knobs`: on
+    SGLang the topk-1 coupling applied; on vLLM spec tokens + 1 draft tokens, gpu-memory-utilization,
+    max-model-len)."""
+    knobs = engine_for(argv).forecast_knobs(argv, label)
     cap = capacity or {}
-    tokens = cap.get("max_total_num_tokens")
-    mrr = cap.get("max_running_requests")
-    return CapacityPoint(draft_tokens=d, mem_fraction=_num(get_flag(argv, "--mem-fraction-static"), float),
-                         context_length=_num(get_flag(argv, "--context-length"), int),
-                         tokens=int(tokens) if isinstance(tokens, int) else None,
-                         max_running=int(mrr) if isinstance(mrr, int) else None,
-                         explicit_max_running=_num(get_flag(argv, "--max-running-requests"), int),
-                         label=label or (f"steps {steps}" if algo is not None else "no speculation"))
-
-
-def _vllm_point(argv: Sequence[str], cap: dict[str, Any], label: str) -> CapacityPoint:
-    values = SCHEMAS["vllm"].values(argv)
-    k = _num(values.get("--num-speculative-tokens"), int)
     tokens, mrr = cap.get("max_total_num_tokens"), cap.get("max_running_requests")
-    return CapacityPoint(draft_tokens=(k + 1) if k else 1,
-                         mem_fraction=_num(values.get("--gpu-memory-utilization"), float),
-                         context_length=_num(values.get("--max-model-len"), int),
+    return CapacityPoint(draft_tokens=knobs.draft_tokens, mem_fraction=knobs.mem_fraction,
+                         context_length=knobs.context_length,
                          tokens=int(tokens) if isinstance(tokens, int) else None,
                          max_running=int(mrr) if isinstance(mrr, int) else None,
-                         explicit_max_running=_num(values.get("--max-num-seqs"), int),
-                         label=label or (f"spec tokens {k}" if k else "no speculation"))
+                         explicit_max_running=knobs.explicit_max_running, label=knobs.label)
 
 
 def _fit(points: Sequence[CapacityPoint]) -> tuple[float, float]:

@@ -9,16 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.diagnosis import parse_evidence, split_sections, unit_own_pids
+from services.engines import Engine, engine_for, first_flag
 from services.errors import HostError, PitcrewError
 from services.experiments.preflight import FAIL, MARK, OK, WARN, Check
 from services.hosts import Host
-from services.units import detect_engine, get_flag, service_environment, service_user
+from services.units import service_environment, service_user
 
 DISK_FAIL_MIB = 1024
 DISK_WARN_MIB = 5 * 1024
-SGLANG_DEFAULT_PORT = 30000
-VLLM_DEFAULT_PORT = 8000
-VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # vLLM 0.11 CacheConfig; vLLM refuses to start below it (FORMATS b.4)
 
 _HOST_PARTS = (
     'u="$1"; t="${2:-1.5}"; usr="$3"; d=$(mktemp -d 2>/dev/null || echo /tmp/pitcrew-pf-$$); mkdir -p "$d"',
@@ -53,27 +51,6 @@ _HOST_PARTS = (
 _HOST_SCRIPT = "".join(p + (" " if p.endswith("&") else "; ") for p in _HOST_PARTS).strip().rstrip(";")
 
 
-def _argv_value(argv: Sequence[str], *names: str) -> str | None:
-    for n in names:
-        v = get_flag(argv, n)
-        if v is not None:
-            return v
-    return None
-
-
-def _model(argv: Sequence[str], engine: str) -> str:
-    """The model the unit serves: SGLang's ``--model-path``; vLLM's ``vllm serve MODEL`` or ``--model``."""
-    found = _argv_value(argv, "--model-path", "--model")
-    if found is not None or engine != "vllm":
-        return found or ""
-    words = list(argv)
-    if "serve" in words:
-        i = words.index("serve") + 1
-        if i < len(words) and not words[i].startswith("-"):
-            return words[i]
-    return ""
-
-
 def _is_local(path: str) -> bool:
     return path.startswith("/") or path.startswith("./") or path.startswith("~")
 
@@ -88,9 +65,9 @@ def _visible_gpus(env: dict[str, str]) -> list[str] | None:
 async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str], *,
                      timeout_s: float = 4.0) -> list[Check]:
     """One SSH exec: paths, port, disk, GPUs and memory not owned by the unit."""
-    engine = detect_engine(argv)
-    model = _model(argv, engine)
-    tokenizer = _argv_value(argv, "--tokenizer-path") or ""
+    engine = engine_for(argv)
+    model = engine.model_of(argv)
+    tokenizer = first_flag(argv, "--tokenizer-path") or ""
     user = service_user(unit_text) or ""
     log_dir = "/var/log"
     local = [p for p in (model, tokenizer) if p and _is_local(p)]
@@ -130,7 +107,7 @@ def _unattributed(check: Check, evidence: dict[str, Any], unit: str) -> Check:
                           "probes did not answer in time)")
 
 
-def _path_checks(model: str, tokenizer: str, text: str, user: str, engine: str = "sglang") -> list[Check]:
+def _path_checks(model: str, tokenizer: str, text: str, user: str, engine: Engine) -> list[Check]:
     rows = {}
     for line in text.splitlines():
         parts = line.split("\t")
@@ -141,8 +118,7 @@ def _path_checks(model: str, tokenizer: str, text: str, user: str, engine: str =
     for what, path in (("model path", model), ("tokenizer path", tokenizer)):
         if not path:
             if what == "model path":
-                out.append(Check(FAIL, "model path: ExecStart= gives no model (vllm serve MODEL or --model)"
-                                 if engine == "vllm" else "model path: ExecStart= gives no --model-path"))
+                out.append(Check(FAIL, engine.no_model))
             continue
         if not _is_local(path):
             out.append(Check(OK, f"{what}: {path} is a hub name (downloaded at start, not checked)"))
@@ -160,9 +136,9 @@ def _path_checks(model: str, tokenizer: str, text: str, user: str, engine: str =
 
 
 def _port_check(argv: Sequence[str], evidence: dict[str, Any], own: set[int], unit: str,
-                engine: str = "sglang") -> Check:
-    default = VLLM_DEFAULT_PORT if engine == "vllm" else SGLANG_DEFAULT_PORT
-    port_s = _argv_value(argv, "--port") or str(default)
+                engine: Engine) -> Check:
+    default = engine.default_port
+    port_s = first_flag(argv, "--port") or str(default)
     if not port_s.isdigit():
         return Check(WARN, f"port: {port_s} is not a number (the flag check says more)")
     port = int(port_s)
@@ -215,8 +191,8 @@ def _gpu_checks(argv: Sequence[str], unit_text: str, sections: dict[str, str], o
     if missing:
         checks.append(Check(FAIL, f"GPUs: CUDA_VISIBLE_DEVICES names {', '.join(missing)}, which this host does "
                                   f"not have (it has {', '.join(sorted(gpus, key=int))})"))
-    tp = int(_argv_value(argv, "--tp-size", "--tensor-parallel-size") or "1")
-    dp = int(_argv_value(argv, "--dp-size", "--data-parallel-size") or "1")
+    tp = int(first_flag(argv, "--tp-size", "--tensor-parallel-size") or "1")
+    dp = int(first_flag(argv, "--dp-size", "--data-parallel-size") or "1")
     if tp * dp > len(names):
         checks.append(Check(FAIL, f"GPUs: tp {tp} x dp {dp} needs {tp * dp} GPUs; {len(names)} are visible"))
     present = [g for g in names if g in gpus][: max(tp * dp, 1)]
@@ -241,9 +217,9 @@ def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
                    others: dict[str, list[tuple[int, int]]]) -> list[Check]:
     """Does the new mem-fraction (vLLM: gpu-memory-utilization) fit next to the memory other processes hold?
     The worst GPU decides."""
-    vllm = detect_engine(argv) == "vllm"
-    mem_name = "gpu-memory-utilization" if vllm else "mem-fraction-static"
-    frac_s = _argv_value(argv, f"--{mem_name}") or (str(VLLM_DEFAULT_GPU_MEMORY_UTILIZATION) if vllm else None)
+    engine = engine_for(argv)
+    mem_name = engine.mem_flag.removeprefix("--")
+    frac_s = first_flag(argv, engine.mem_flag) or (str(engine.mem_default) if engine.mem_default is not None else None)
     try:
         frac = float(frac_s) if frac_s is not None else None
     except ValueError:

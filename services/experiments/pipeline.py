@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from services.bench import BenchSpec, run_benchmark_isolated
+from services.engines import FlagPlan, apply_changes, engine_named, format_change
 from services.errors import BenchmarkError, DeployFailed, JobCancelled
 from services.events import EventBus
 from services.experiments.forecast import forecast_error
@@ -37,16 +38,13 @@ from services.hosts import HostPool, check_guard
 from services.jobs import JobContext, JobProgressed, JobResultsReady
 from services.store import AuditActor, AuditLog
 from services.units import (
-    FlagPlan,
     ReadyReport,
     Revision,
     Revisions,
     StartFailed,
     UnitOps,
     UnitState,
-    apply_changes,
     config_label,
-    format_change,
     read_exec_start,
     rewrite_exec_start,
     unit_engine,
@@ -322,7 +320,7 @@ class Experiments(Previews):
         limiter = asyncio.create_task(limit())
         try:
             async with ctx.step("benchmark") as d:
-                probe = "vllm" if engine == "vllm" else "sglang"  # each engine's own counters
+                probe = engine_named(engine).name  # each engine's own counters (an unknown one reads as the default)
                 result = await run_benchmark_isolated(spec, progress=on_progress, probe=probe, cancel=cancel)
                 data = result.doc
                 d["levels"] = [lv["concurrency"] for lv in data["levels"]]

@@ -7,14 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from services.engines import engine_for, engine_named, get_flag, knob_of, lookup_flag
 from services.experiments.results import RunSummary
 from services.units import (
     ReadyReport,
     changes_label,
-    get_flag,
-    knob_of,
-    lookup_flag,
-    schema_engine,
 )
 
 
@@ -96,16 +93,15 @@ def capacity_json(ready: ReadyReport | None, engine: str) -> dict[str, Any]:
     if ready.capacity is None:
         return out
     c = ready.capacity
-    vllm = {"max_concurrency": c.max_concurrency, "concurrency_tokens": c.concurrency_tokens,
-            "kv_cache_gib": c.kv_cache_gib} if engine == "vllm" else {}
+    extras = engine_named(engine).capacity_extras(c)
     return {"max_total_num_tokens": c.max_total_num_tokens, "max_running_requests": c.max_running_requests,
-            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb, **vllm, **out}
+            "context_len": c.context_len, "available_gpu_mem_gb": c.available_gpu_mem_gb, **extras, **out}
 
 
 def with_flags(argv: tuple[str, ...], changes: dict[str, str]) -> tuple[str, ...]:
     """``argv`` with each changed flag set as typed (for the engine's parser to judge values pitcrew refuses)."""
     names = {}
-    engine = schema_engine(argv)
+    engine = engine_for(argv)
     for word, value in changes.items():
         fdef = lookup_flag(word)
         knob = knob_of(fdef.name) if fdef else None

@@ -28,12 +28,12 @@ from typing import Any
 import orjson
 
 from services.diagnosis import split_sections
+from services.engines import engine_named, plain_launch
 from services.errors import HostError, PitcrewError
 from services.hosts import Host
 from services.units import (
     EngineCli,
     check_argv,
-    engine_of,
     parse_help,
 )
 
@@ -119,7 +119,8 @@ class EngineFlagCache:
         self.reads = 0  # how many times the help was read from an engine (for tests and metrics)
 
     async def get(self, host: Host, engine: str, python: str, *, wait_s: float | None = None) -> CachedFlags | None:
-        if engine != "sglang":
+        server = engine_named(engine)
+        if server.name != engine or server.help_unread is not None:
             return None
         res = await host.run(["bash", "-c", _VERSION_SCRIPT, "pitcrew-version", python], timeout=20.0)
         version = (res.stdout.strip().splitlines() or ["?"])[-1].strip() or "?"
@@ -184,12 +185,13 @@ def _json_obj(text: str) -> dict[str, Any]:
 async def check_flags(cache: EngineFlagCache, host: Host, argv: Sequence[str], *,
                       wait_s: float | None = None) -> list[Check]:
     """The new ExecStart argv against the engine's own parser on the host (`wait_s`: see `EngineFlagCache`)."""
-    found = engine_of(argv)
+    found = plain_launch(argv)
     if found is None:
         return [Check(WARN, "flags: not checked (ExecStart= runs neither sglang.launch_server nor vllm serve)")]
-    engine, python, start = found
-    if engine == "vllm":
-        return [Check(WARN, "flags: not checked (vLLM's `vllm serve --help` is not read yet)")]
+    server, python, start = found
+    if server.help_unread is not None:
+        return [Check(WARN, server.help_unread)]
+    engine = server.name
     try:
         cached = await cache.get(host, engine, python, wait_s=wait_s)
     except (HostError, PitcrewError, OSError) as e:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
+from services.engines import apply_changes, format_change, get_flag
 from services.errors import DeployFailed, PitcrewError, UnitError, UserInputError
 from services.experiments.forecast import CapacityPoint, Forecast, config_point, forecast
 from services.experiments.host_checks import check_host
@@ -32,11 +33,8 @@ from services.units import (
     Revision,
     Revisions,
     UnitOps,
-    apply_changes,
     config_label,
     flag_diff,
-    format_change,
-    get_flag,
     read_exec_start,
 )
 

@@ -16,12 +16,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from services.engines import resolve_flag
 from services.errors import DeployFailed, PitcrewError
 from services.experiments.pipeline import Experiments
 from services.experiments.plans import TrialOutcome, label_for
 from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_samples, measure_noise, signed_pct
 from services.jobs import JobContext, JobProgressed
-from services.units import flag_label, resolve_flag, unit_engine
+from services.units import flag_label, unit_engine
 
 MIN_GAIN_PCT = 2.0  # a faster value must be this much faster, with 95 % confidence, to cost KV cache
 

@@ -15,11 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from services.engines import detect_engine, engine_display
 from services.errors import HostError
 from services.experiments import Results, RunSummary
 from services.incidents import IncidentInfo
 from services.jobs import JobRunner
-from services.units import UnitOps, config_label, detect_engine, engine_display, read_exec_start
+from services.units import UnitOps, config_label, read_exec_start
 
 STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a second, however many ask
 SSH_READ_TIMEOUT_S = 15.0

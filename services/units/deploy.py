@@ -17,19 +17,10 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from services.engines import Capacity, engine_named, engine_version
 from services.errors import DeployFailed, HostError
 from services.hosts import Host
-from services.journal import (
-    Capacity,
-    CapacityReader,
-    JournalEntry,
-    SystemdEvent,
-    classify,
-    is_ready_line,
-    parse_entry,
-    parse_show,
-)
-from services.units.engines import engine_version
+from services.journal import JournalEntry, SystemdEvent, classify, parse_entry, parse_show
 
 Progress = Callable[[str], Awaitable[None]]
 SHOW_PROPS = "NRestarts,ActiveState,SubState,Result,MainPID,ExecMainStatus,ExecMainCode,InvocationID,NeedDaemonReload"
@@ -184,8 +175,8 @@ class UnitOps:
                              model: str | None = None, engine: str = "sglang") -> ReadyReport:
         """Start the unit; follow its journal until ready or failed; then prove it serves.
 
-        ``engine`` names the ready line and the capacity lines to read (SGLang's, or vLLM's
-        ``Application startup complete.`` and KV cache lines)."""
+        ``engine`` names the engine (`services.engines.engine_named`) whose ready line and capacity lines to read
+        (SGLang's, or vLLM's ``Application startup complete.`` and KV cache lines)."""
         t0 = time.monotonic()
         cursor = await self.cursor_now()
         # `-f` implies `-n 10` even after a cursor, and `-f -n 0` on an empty journal keeps only the end of the first
@@ -195,7 +186,8 @@ class UnitOps:
         argv += ["--after-cursor", cursor] if cursor else []
         entries: list[JournalEntry] = []
         events: list[SystemdEvent] = []
-        reader = CapacityReader(engine)
+        server = engine_named(engine)
+        reader = server.capacity_reader()
         ready_at: float | None = None
         version = ""
         async with self.host.stream(argv, timeout=deadline_s + 30) as lines:
@@ -224,7 +216,7 @@ class UnitOps:
                             version = seen[1]
                         if reader.feed(msg) and progress:
                             await progress("capturing CUDA graphs")
-                        if is_ready_line(msg, engine=engine):
+                        if server.is_ready_line(msg):
                             ready_at = time.monotonic() - t0
                             break
             except TimeoutError:

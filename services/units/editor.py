@@ -3,7 +3,8 @@
 Owns: finding the one ``ExecStart=`` of the ``[Service]`` section (sections, comments and
 continuations read by `services.units.syntax` exactly as ``src/shared/conf-parser.c`` does), its
 words and ``-@:+!`` prefix, a token-level rewriter that changes only the words that differ and
-keeps every other byte of the file as it was, and argv flag helpers (`get_flag`, `flag_diff`).
+keeps every other byte of the file as it was, `flag_diff` (what changed between two units' flags) and
+`unit_engine` (the engine a unit file launches).
 
 Words are returned *before* specifier (``%h``) and environment (``$FOO``) expansion: those are left
 untouched, so reading and writing back never changes them. Anything the editor cannot handle
@@ -18,34 +19,21 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from services.engines import FlagChange, detect_engine, parse_flags
 from services.errors import UnitError
 from services.units.syntax import WS, Line, Logical, check_text, logical_lines, quote_word, split_words
 
 __all__ = [
     "ExecStart",
-    "FlagChange",
     "flag_diff",
-    "get_flag",
-    "parse_flags",
     "quote_word",
     "read_exec_start",
     "rewrite_exec_start",
+    "unit_engine",
     "unit_hash",
 ]
 
 _PREFIX_CHARS = "-@:+!"
-
-
-@dataclass(frozen=True)
-class FlagChange:
-    """One flag's change: ``old``/``new`` are None when absent, ``"true"`` for a bare switch."""
-
-    flag: str
-    old: str | None
-    new: str | None
-    derived: bool = False
-    reason: str = ""
-    key: str = ""  # a key inside the flag's JSON value (vLLM's --speculative-config), "" for the flag itself
 
 
 @dataclass(frozen=True)
@@ -315,44 +303,6 @@ def _splice(text: str, edits: list[Edit]) -> str:
     return "".join(out)
 
 
-FlagItem = tuple[str, str | None, int, int]
-
-
-def parse_flags(argv: Sequence[str], switches: frozenset[str] = frozenset()) -> list[FlagItem]:
-    """Split argv (after the executable) into (flag, value, index, count) items.
-
-    ``--name=value`` is one word; ``--name value`` takes the next word unless it starts with
-    ``--`` or the flag is a known switch; a flag without a value has ``value`` None.
-    """
-    items: list[FlagItem] = []
-    i = 1
-    n = len(argv)
-    while i < n:
-        w = argv[i]
-        if w.startswith("--") and len(w) > 2:
-            if "=" in w:
-                name, _, val = w.partition("=")
-                items.append((name, val, i, 1))
-                i += 1
-                continue
-            if w not in switches and i + 1 < n and not argv[i + 1].startswith("--"):
-                items.append((w, argv[i + 1], i, 2))
-                i += 2
-                continue
-            items.append((w, None, i, 1))
-        i += 1
-    return items
-
-
-def get_flag(argv: Sequence[str], name: str, switches: frozenset[str] = frozenset()) -> str | None:
-    """The value of ``name`` in argv (last one wins, as argparse), ``"true"`` if bare, None if absent."""
-    result: str | None = None
-    for flag, value, _, _ in parse_flags(argv, switches):
-        if flag == name:
-            result = "true" if value is None else value
-    return result
-
-
 def _flag_map(argv: Sequence[str], switches: frozenset[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for flag, value, _, _ in parse_flags(argv, switches):
@@ -372,3 +322,12 @@ def flag_diff(old_text: str, new_text: str, switches: frozenset[str] = frozenset
         if flag not in new:
             changes.append(FlagChange(flag, value, None))
     return tuple(changes)
+
+
+def unit_engine(text: str) -> str:
+    """The name of the engine a unit file launches (`services.engines.detect_engine`); ``unknown`` when its
+    ExecStart= cannot be read."""
+    try:
+        return detect_engine(read_exec_start(text).argv)
+    except UnitError:
+        return "unknown"

@@ -1,7 +1,6 @@
 """The inference engine's own command line, read from the engine, and a check of a unit's argv against it.
 
-Owns: which engine an ``ExecStart=`` runs (`engine_of`: SGLang's ``python -m sglang.launch_server``, vLLM's
-``vllm serve`` as a seam), reading CPython argparse's ``--help`` output into a flag table (`parse_help`: every
+Owns: reading CPython argparse's ``--help`` output into a flag table (`parse_help`: every
 option string, whether it takes a value, its choices, its nargs), the value types the engine's parser declares
 (`EngineCli.types`, read from the parser object itself when the engine allows it), and `check_argv`: the checks
 argparse would make when the server starts — unknown or ambiguous flags (argparse accepts unambiguous prefixes),
@@ -13,25 +12,19 @@ each worded as argparse words it (``launch_server.py: error: argument --mem-frac
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from services.engines import engine_named
 
 __all__ = [
     "EngineCli",
     "EngineOption",
     "FlagProblem",
     "check_argv",
-    "engine_of",
     "parse_help",
 ]
-
-# Flags the engine itself marks deprecated (SGLang 0.5.9 `DeprecatedAction`, its help says what replaces them).
-DEPRECATED = {
-    "sglang": {"--hybrid-kvcache-ratio": "use --swa-full-tokens-ratio instead (deprecated in 0.5.9)",
-               "--prefill-round-robin-balance": "deprecated in 0.5.9; it has no effect"},
-}
 
 _OPT_RE = re.compile(r"^\s{1,8}(-{1,2}[A-Za-z0-9][^\s,]*)")
 _CHOICES_RE = re.compile(r"^\{([^}]*)\}$")
@@ -94,18 +87,6 @@ class FlagProblem:
     flag: str
     message: str  # the engine's wording, e.g. "argument --port: invalid int value: 'x'"
     severity: str = "error"
-
-
-def engine_of(argv: Sequence[str]) -> tuple[str, str, int] | None:
-    """(engine, interpreter or executable, index of the first flag) for an ExecStart argv, or None."""
-    if len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1] == "-m":
-        if argv[2] in ("sglang.launch_server", "sglang.launch_server.py"):
-            return "sglang", argv[0], 3
-        if argv[2] == "vllm.entrypoints.openai.api_server":
-            return "vllm", argv[0], 3
-    if len(argv) >= 2 and os.path.basename(argv[0]) == "vllm" and argv[1] == "serve":
-        return "vllm", argv[0], 2
-    return None
 
 
 def parse_help(text: str, *, engine: str, version: str) -> EngineCli:
@@ -235,7 +216,7 @@ def check_argv(cli: EngineCli, argv: Sequence[str], start: int,
             i += 1
             continue
         seen.add(opt.name)
-        dep = DEPRECATED.get(cli.engine, {}).get(opt.name)
+        dep = engine_named(cli.engine).deprecated_flags.get(opt.name)  # the engine marks it deprecated
         if dep:
             problems.append(FlagProblem(opt.name, f"{name} is deprecated: {dep}", "warning"))
         values, i = _values(opt, words, i, inline if eq else None)

@@ -4,17 +4,26 @@ Owns `config_label` (a configuration described by its speculative-tokens knob an
 differs from the host's baseline, in the unit's own engine and words) and `changes_label` (what a
 person asked for, before the engine is known). Knobs read as their engine-neutral words ("steps" on
 SGLang, "spec tokens" on vLLM, "mem", "context", "max running", "chunked prefill", "tp"); other flags
-as their short name; token counts that are whole multiples of 1024 as ``32k``. SGLang's draft
-tokens, when they are steps + 1 (what SGLang derives with topk 1), are not named: steps says it.
+as their short name; token counts that are whole multiples of 1024 as ``32k``. A flag whose value follows
+from the others in its engine (`Engine.label_hides`: SGLang's draft tokens = steps + 1) is not named.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.units.engine_flags import KNOBS, SCHEMAS, engine_flag, knob_of, resolve_flag, schema_engine
-from services.units.flags import FlagDef
-from services.units.vllm_flags import FLAGS as VLLM_FLAGS
+from services.engines import (
+    ENGINES,
+    KNOBS,
+    Engine,
+    FlagDef,
+    engine_flag,
+    engine_for,
+    engine_named,
+    flag_owner,
+    knob_of,
+    resolve_flag,
+)
 
 __all__ = ["NO_CHANGE", "changes_label", "config_label", "flag_label", "format_label_value"]
 
@@ -37,20 +46,21 @@ def format_label_value(flag: str, value: str | None) -> str:
 
 
 def _is_switch(flag: str) -> bool:
-    return any(f.name == flag and f.kind == "bool" for s in SCHEMAS.values() for f in s.flags)
+    return any(f.name == flag and f.kind == "bool" for e in ENGINES for f in e.flags)
 
 
-def _name(flag: str, engine: str) -> str:
+def _name(flag: str, engine: Engine) -> str:
     knob = knob_of(flag)
     if knob is not None:
         return knob.label(engine)
-    fdef = SCHEMAS[engine].lookup(flag)
+    fdef = engine.lookup_flag(flag)
     return fdef.short if fdef is not None else flag.lstrip("-")
 
 
 def flag_label(word: str, engine: str) -> str:
-    """How labels name the flag ``word`` means on ``engine`` ("steps" on SGLang, "spec tokens" on vLLM)."""
-    schema = "vllm" if engine == "vllm" else "sglang"
+    """How labels name the flag ``word`` means on the engine named ``engine`` ("steps" on SGLang, "spec tokens"
+    on vLLM; an engine pitcrew does not know is named as the default engine)."""
+    schema = engine_named(engine)
     return _name(engine_flag(word, schema).name, schema)
 
 
@@ -60,29 +70,21 @@ def config_label(argv: Sequence[str], baseline: Sequence[str] | None = None) -> 
     The speculative-tokens knob comes first when the unit sets it; then each flag whose value
     differs from the baseline, in the unit's order. Without a baseline only the first part.
     """
-    engine = schema_engine(argv)
-    schema = SCHEMAS[engine]
-    values = schema.values(argv)
+    engine = engine_for(argv)
+    values = engine.read_values(argv)
     steps_flag = _STEPS.flag(engine)
     parts: list[str] = []
     if steps_flag in values:
         parts.append(f"{_STEPS.label(engine)} {values[steps_flag]}")
-    if baseline is not None and schema_engine(baseline) == engine:
-        base = schema.values(baseline)
+    if baseline is not None and engine_for(baseline) is engine:
+        base = engine.read_values(baseline)
         changed = [f for f in values if f != steps_flag and base.get(f) != values[f]]
         changed += [f for f in base if f != steps_flag and f not in values]
         for flag in changed:
-            if engine == "sglang" and flag == "--speculative-num-draft-tokens" and _derived_draft(values):
+            if engine.label_hides(flag, values):
                 continue
             parts.append(f"{_name(flag, engine)} {format_label_value(flag, values.get(flag))}")
     return SEP.join(parts) or NO_CHANGE
-
-
-def _derived_draft(values: Mapping[str, str]) -> bool:
-    steps, draft, topk = (values.get("--speculative-num-steps"), values.get("--speculative-num-draft-tokens"),
-                          values.get("--speculative-eagle-topk", "1"))
-    return bool(steps and draft and steps.isdigit() and draft.isdigit() and topk == "1"
-                and int(draft) == int(steps) + 1)
 
 
 def changes_label(changes: Mapping[str, str | None]) -> str:
@@ -90,6 +92,5 @@ def changes_label(changes: Mapping[str, str | None]) -> str:
     parts = []
     for word, value in changes.items():
         fdef: FlagDef = resolve_flag(word)
-        engine = "vllm" if fdef in VLLM_FLAGS else "sglang"
-        parts.append(f"{_name(fdef.name, engine)} {format_label_value(fdef.name, value)}")
+        parts.append(f"{_name(fdef.name, flag_owner(fdef))} {format_label_value(fdef.name, value)}")
     return SEP.join(parts)

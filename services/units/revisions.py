@@ -17,8 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.errors import NotFound
 from services.store import Database, UnitRevision, utcnow
-from services.units.editor import unit_hash
-from services.units.engines import unit_engine
+from services.units.editor import unit_engine, unit_hash
 
 
 @dataclass(frozen=True)

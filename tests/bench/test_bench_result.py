@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from services.bench.probes import SglangMetricsProbe, VllmMetricsProbe, parse_prometheus
+from services.bench.probes import MetricsProbe, parse_prometheus
 from services.bench.runner import BenchSpec, run_benchmark
 from services.bench.stats import RequestRecord, percentile, steady_decode_rate
+from services.engines import engine_named
 
 LEVEL_KEYS = {"concurrency", "requests", "failed", "output_tokens", "duration_s", "output_tok_s",
               "request_per_s", "achieved_concurrency", "steady_decode_tok_s", "tokens_per_chunk",
@@ -18,7 +19,7 @@ async def test_duration_mode_json_document_and_sglang_probe(truth) -> None:
                       "pattern")
     spec = BenchSpec(url=srv.url + "/v1", concurrency=(2,), requests_per_level=None, duration_s=0.8,
                      warmup=1, output_len=22, timeout_s=5.0)
-    res = await run_benchmark(spec, probe=SglangMetricsProbe(srv.url))
+    res = await run_benchmark(spec, probe=MetricsProbe(srv.url, engine_named("sglang")))
     doc = res.to_json()
     assert set(doc) == {"url", "model", "started_at", "levels"}
     lv = doc["levels"][0]
@@ -36,7 +37,7 @@ async def test_duration_mode_json_document_and_sglang_probe(truth) -> None:
 
 async def test_vllm_probe_counters(truth) -> None:
     srv = await truth("--rate", "400", "--ttft", "0.005", "--tokens-per-chunk", "3")
-    probe = VllmMetricsProbe(srv.url)
+    probe = MetricsProbe(srv.url, engine_named("vllm"))
     res = await run_benchmark(BenchSpec(url=srv.url, concurrency=(2,), requests_per_level=4, warmup=0,
                                         output_len=31, timeout_s=5.0), probe=probe)
     server = res.levels[0].server

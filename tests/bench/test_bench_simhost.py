@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.bench.runner import BenchSpec, SglangMetricsProbe, run_benchmark
+from services.bench.runner import BenchSpec, MetricsProbe, run_benchmark
+from services.engines import engine_named
 from simhost.host import SimHost
 from simhost.sglang.model import speed
 
@@ -15,7 +16,7 @@ async def test_c1_decode_rate_and_accept_length_of_the_sim(tmp_path: Path) -> No
         await sim.wait_ready(60)
         res = await run_benchmark(BenchSpec(url=sim.server_url, concurrency=(1,), requests_per_level=3,
                                             warmup=1, output_len=256, timeout_s=30.0),
-                                  probe=SglangMetricsProbe(sim.server_url))
+                                  probe=MetricsProbe(sim.server_url, engine_named("sglang")))
     accept_len, rate = speed(3)  # the "healthy" scenario deploys --speculative-num-steps 3
     lv = res.levels[0]
     assert lv.failed == 0 and lv.requests == 3 and not lv.chunk_counted

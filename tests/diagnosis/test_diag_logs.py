@@ -6,8 +6,9 @@ import pytest
 
 from services.diagnosis import detect_restart_loop
 from services.diagnosis.signatures import signals_of as signatures
+from services.engines import engine_named
+from services.engines.sglang import parse_capacity, parse_decode, parse_prefill
 from services.journal.entries import JournalEntry
-from services.journal.sglang import is_ready_line, parse_capacity, parse_decode, parse_prefill
 from services.journal.systemd import SystemdEvent, classify
 from services.redact import redact, redact_obj
 
@@ -168,9 +169,10 @@ def test_other_sglang_lines() -> None:
         21,
         10.21,
     )
-    assert is_ready_line("[2026-03-09 14:03:49] The server is fired up and ready to roll!")
-    assert not is_ready_line("INFO:     Application startup complete.")  # SGLang prints it before binding
-    assert is_ready_line("INFO:     Application startup complete.", engine="vllm")
+    sglang, vllm = engine_named("sglang"), engine_named("vllm")
+    assert sglang.is_ready_line("[2026-03-09 14:03:49] The server is fired up and ready to roll!")
+    assert not sglang.is_ready_line("INFO:     Application startup complete.")  # SGLang prints it before binding
+    assert vllm.is_ready_line("INFO:     Application startup complete.")
     assert "kv_not_enough" in signatures(
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
     )

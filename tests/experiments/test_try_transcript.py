@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from services.engines.sglang.flags import apply_changes
 from services.units.editor import read_exec_start
-from services.units.sglang_flags import apply_changes
 from simhost.sglang.model import speed
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import httpx
 from simhost_kit import SCALE, journal, sh, wait_for
 
-from services.journal import CapacityReader, is_ready_line, parse_entry, parse_vllm_spec
-from services.units import engine_version
+from services.engines import engine_named, engine_version
+from services.engines.vllm import parse_vllm_spec
+from services.journal import parse_entry
 from simhost.host import SimHost
 from simhost.journal import to_json_line
 from simhost.sglang.model import speed
@@ -68,7 +69,7 @@ async def test_startup_lines_processes_and_capacity(tmp_path: Path) -> None:
         lines = texts(host)
         assert lines[1].startswith("(APIServer pid=") and "vLLM API server version 0.11.0" in lines[1]
         assert any(ln.startswith("(EngineCore_DP0 pid=") for ln in lines)
-        reader = CapacityReader("vllm")
+        reader = engine_named("vllm").capacity_reader()
         for ln in lines:
             reader.feed(ln)
         tokens = model.kv_tokens(model.kv_cache_gib(0.9, 97887, 256, 3, True))
@@ -76,7 +77,7 @@ async def test_startup_lines_processes_and_capacity(tmp_path: Path) -> None:
         assert cap is not None and (cap.max_total_num_tokens, cap.context_len) == (tokens, 32768)
         assert cap.max_concurrency == round(tokens / 32768, 2)
         assert next(v for ln in lines if (v := engine_version(ln))) == ("vllm", "0.11.0")
-        ready = [i for i, ln in enumerate(lines) if is_ready_line(ln, engine="vllm")]
+        ready = [i for i, ln in enumerate(lines) if engine_named("vllm").is_ready_line(ln)]
         capacity_at = next(i for i, ln in enumerate(lines) if "GPU KV cache size" in ln)
         assert ready and ready[0] > capacity_at
 

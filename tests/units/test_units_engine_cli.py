@@ -12,7 +12,8 @@ import shlex
 
 import pytest
 
-from services.units import check_argv, engine_of, parse_help
+from services.engines import plain_launch
+from services.units import check_argv, parse_help
 from simhost.sglang.args import build_parser
 
 BASE = ("/usr/bin/python3 -m sglang.launch_server --model-path /m --tp-size 4 --speculative-algorithm EAGLE "
@@ -48,8 +49,8 @@ def _argparse_says(argv: list[str]) -> str:
 ])
 def test_first_error_is_argparse_word_for_word(extra: str) -> None:
     argv = shlex.split(BASE + " " + extra)
-    found = engine_of(argv)
-    assert found == ("sglang", "/usr/bin/python3", 3)
+    found = plain_launch(argv)
+    assert found is not None and (found[0].name, found[1], found[2]) == ("sglang", "/usr/bin/python3", 3)
     problems = [p for p in check_argv(_cli(), argv, 3) if p.severity == "error"]
     mine = f"launch_server.py: error: {problems[0].message}" if problems else "(accepted)"
     assert mine == _argparse_says(argv[3:])
@@ -73,8 +74,9 @@ def test_removed_and_deprecated_flags_are_named() -> None:
 
 
 def test_vllm_is_recognised_as_a_seam() -> None:
-    assert engine_of(["/opt/v/bin/vllm", "serve", "m"]) == ("vllm", "/opt/v/bin/vllm", 2)
-    assert engine_of(["/bin/sleep", "1"]) is None
+    found = plain_launch(["/opt/v/bin/vllm", "serve", "m"])
+    assert found is not None and (found[0].name, found[1], found[2]) == ("vllm", "/opt/v/bin/vllm", 2)
+    assert plain_launch(["/bin/sleep", "1"]) is None
 
 
 def test_help_with_wrapped_help_texts_reads_the_same_table() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from units_testkit import ONE_LINE_UNIT, SGLANG_UNIT, VLLM_UNIT, unit_with
 
-from services.units import detect_engine, engine_display, engine_version, read_exec_start, unit_engine
+from services.engines import detect_engine, engine_display, engine_version
+from services.units import read_exec_start, unit_engine
 
 CASES = [
     ("/usr/bin/python3 -m sglang.launch_server --model-path /m", "sglang"),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from units_testkit import SGLANG_ARGV, SGLANG_UNIT, VLLM_UNIT, unit_with
 
+from services.engines import apply_changes
 from services.store import Database
-from services.units import Revisions, apply_changes, changes_label, config_label, read_exec_start
+from services.units import Revisions, changes_label, config_label, read_exec_start
 
 VLLM_ARGV = read_exec_start(VLLM_UNIT).argv
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from units_testkit import SGLANG_ARGV, SGLANG_UNIT, unit_with
 
+from services.engines import get_flag, parse_flags
 from services.errors import UnitError
-from services.units.editor import flag_diff, get_flag, parse_flags, read_exec_start, unit_hash
+from services.units.editor import flag_diff, read_exec_start, unit_hash
 
 
 def test_real_sglang_unit_reads_all_flags_across_continuations_and_comments() -> None:

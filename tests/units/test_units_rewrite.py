@@ -7,9 +7,9 @@ import difflib
 import pytest
 from units_testkit import ONE_LINE_UNIT, SGLANG_UNIT, unit_with
 
+from services.engines.sglang.flags import apply_changes
 from services.errors import UnitError
 from services.units.editor import read_exec_start, rewrite_exec_start
-from services.units.sglang_flags import apply_changes
 
 
 def _changed_lines(old: str, new: str) -> list[str]:

@@ -7,9 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from units_testkit import SGLANG_ARGV
 
-from services.errors import UnitError, UserInputError
-from services.units.editor import get_flag
-from services.units.sglang_flags import (
+from services.engines import get_flag
+from services.engines.sglang.flags import (
     FLAGS,
     SWITCHES,
     apply_changes,
@@ -19,6 +18,7 @@ from services.units.sglang_flags import (
     parse_value,
     resolve_flag,
 )
+from services.errors import UnitError, UserInputError
 
 
 @pytest.mark.parametrize(("word", "name"), [

@@ -5,8 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from handlers import views
+from services.engines import engine_named
+from services.engines.vllm import parse_vllm_spec, parse_vllm_throughput
 from services.experiments import LevelFigures, RunSummary
-from services.journal import CapacityReader, is_ready_line, parse_vllm_spec, parse_vllm_throughput
+
+SGLANG, VLLM = engine_named("sglang"), engine_named("vllm")
 
 E = "(EngineCore_DP0 pid=4310) INFO 12-01 21:03:{:02d} [{}] {}"
 A = "(APIServer pid=4120) INFO 12-01 21:04:{:02d} [{}] {}"
@@ -22,7 +25,7 @@ START_0_11 = [
 
 
 def test_vllm_0_11_capacity_is_gathered_from_its_lines() -> None:
-    reader = CapacityReader("vllm")
+    reader = VLLM.capacity_reader()
     completed = [reader.feed(line) for line in START_0_11]
     assert completed == [False, False, False, True, False, False, False]
     c = reader.capacity
@@ -30,11 +33,11 @@ def test_vllm_0_11_capacity_is_gathered_from_its_lines() -> None:
     assert (c.max_total_num_tokens, c.context_len, c.max_concurrency, c.concurrency_tokens, c.kv_cache_gib) == (
         1234560, 32768, 37.68, 32768, 10.79)
     assert c.max_running_requests is None  # vLLM does not log it
-    assert is_ready_line(START_0_11[-1], engine="vllm") and not is_ready_line(START_0_11[-1])
+    assert VLLM.is_ready_line(START_0_11[-1]) and not SGLANG.is_ready_line(START_0_11[-1])
 
 
 def test_vllm_0_33_one_line_capacity() -> None:
-    reader = CapacityReader("vllm")
+    reader = VLLM.capacity_reader()
     assert reader.feed("(EngineCore pid=77) INFO 12-01 21:03:30 [kv_cache_utils.py:1147] GPU KV cache size: "
                        "98,304 tokens, Maximum concurrency for 8,192 tokens per request: 12.00x")
     c = reader.capacity
@@ -42,12 +45,12 @@ def test_vllm_0_33_one_line_capacity() -> None:
 
 
 def test_sglang_capacity_still_reads_its_one_line() -> None:
-    reader = CapacityReader()
+    reader = SGLANG.capacity_reader()
     assert reader.feed("[2026-03-09 14:03:20 TP0] max_total_num_tokens=180000, chunked_prefill_size=8192, "
                        "max_prefill_tokens=16384, max_running_requests=48, context_len=32768, "
                        "available_gpu_mem=9.12 GB")
     assert reader.capacity is not None and reader.capacity.max_running_requests == 48
-    assert not CapacityReader().feed(START_0_11[3])  # vLLM's line is not SGLang's
+    assert not SGLANG.capacity_reader().feed(START_0_11[3])  # vLLM's line is not SGLang's
 
 
 def test_spec_decoding_and_throughput_lines() -> None:

@@ -7,10 +7,10 @@ import json
 import pytest
 from units_testkit import SGLANG_ARGV, SGLANG_UNIT, VLLM_UNIT, unit_with
 
+from services.engines import apply_changes, format_change, get_flag
+from services.engines.vllm.flags import SWITCHES
 from services.errors import UnitError, UserInputError
-from services.units import apply_changes, format_change, read_exec_start, rewrite_exec_start
-from services.units.editor import get_flag
-from services.units.vllm_flags import SWITCHES
+from services.units import read_exec_start, rewrite_exec_start
 
 VLLM_ARGV = read_exec_start(VLLM_UNIT).argv
 SPEC_JSON = '{"method": "eagle3", "model": "/models/Qwen3-32B-eagle3", "num_speculative_tokens": 3}'

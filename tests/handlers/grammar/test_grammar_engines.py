@@ -7,8 +7,8 @@ import pytest
 from handlers.commands import Command, Sweep, Try
 from handlers.grammar import parse, render
 from handlers.help import help_text
+from services.engines.vllm.flags import FLAGS as VLLM_FLAGS
 from services.errors import UserInputError
-from services.units.vllm_flags import FLAGS as VLLM_FLAGS
 
 SPEC = "--num-speculative-tokens"
 EXAMPLES: list[tuple[str, Command]] = [

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from handlers.commands import Command, Schedule
 from handlers.grammar import HOST_RE, parse, render
 from handlers.registry import COMMANDS
+from services.engines.sglang.flags import FLAGS
 from services.errors import UserInputError
-from services.units.sglang_flags import FLAGS
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SAFE = re.compile(r"[A-Za-z0-9._:/=+,-]*")

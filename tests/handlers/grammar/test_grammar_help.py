@@ -8,8 +8,8 @@ from handlers.grammar import parse
 from handlers.help import help_text
 from handlers.registry import COMMANDS
 from handlers.spec import CommandSpec
+from services.engines.sglang.flags import FLAGS
 from services.errors import UserInputError
-from services.units.sglang_flags import FLAGS
 
 
 def test_every_command_has_a_docstring_usage_and_examples_that_parse() -> None:

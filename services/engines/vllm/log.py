@@ -8,8 +8,8 @@ joins them on one line), the context it uses (``Using max model len 32768``) and
 line (mean acceptance length = 1 + accepted / drafts). Messages arrive here with vLLM's
 ``(APIServer pid=N)`` prefix and ANSI colours already handled by `services.journal.entries`.
 
-`CapacityReader` gathers either engine's capacity lines into one `Capacity`, since vLLM spreads them
-over several lines and SGLang writes one.
+`VllmCapacityReader` gathers vLLM's capacity lines into one `Capacity`, since vLLM spreads them
+over several lines.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from services.journal.sglang import Capacity, parse_capacity
+from services.engines.protocol import Capacity
 
-__all__ = ["CapacityReader", "VllmSpecStats", "VllmThroughput", "parse_vllm_spec", "parse_vllm_throughput"]
+__all__ = ["VllmCapacityReader", "VllmSpecStats", "VllmThroughput", "parse_vllm_spec", "parse_vllm_throughput"]
 
 _NUM = r"([\d,]+)"
 _KV_TOKENS = re.compile(r"(?:GPU )?KV cache size: " + _NUM + " tokens")
@@ -76,22 +76,16 @@ def parse_vllm_throughput(message: str) -> VllmThroughput | None:
                           float(usage.group(1)) / 100 if usage else None)
 
 
-class CapacityReader:
-    """Gathers one start's capacity lines: SGLang's one line, or vLLM's several (KV tokens, concurrency, length)."""
+class VllmCapacityReader:
+    """Gathers one start's capacity lines: vLLM's several (KV tokens, concurrency, length)."""
 
-    def __init__(self, engine: str = "sglang") -> None:
-        self.engine = engine
+    def __init__(self) -> None:
         self.capacity: Capacity | None = None
         self._max_len: int | None = None
         self._kv_mem: float | None = None
 
     def feed(self, message: str) -> bool:
-        """Read one message; True when it completed the capacity (SGLang's line, vLLM's KV cache size)."""
-        if self.engine != "vllm":
-            cap = parse_capacity(message)
-            if cap is not None:
-                self.capacity = cap
-            return cap is not None
+        """Read one message; True when it completed the capacity (the KV cache size line)."""
         if (m := _MAX_LEN.search(message)) is not None:
             self._max_len = int(m.group(1))
             if self.capacity is not None:

@@ -22,9 +22,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from services.errors import UnitError, UserInputError
-from services.units.editor import FlagChange, parse_flags
-from services.units.flags import (
+from services.engines.flags import (
+    FlagChange,
     FlagDef,
     FlagPlan,
     current_flags,
@@ -32,10 +31,12 @@ from services.units.flags import (
     flag_values,
     help_line,
     index_flags,
+    parse_flags,
     parse_value,
     resolve_in,
     rewrite_flags,
 )
+from services.errors import UnitError, UserInputError
 
 __all__ = [
     "FLAGS",

@@ -1,7 +1,7 @@
 """The SGLang server flags pitcrew may change: names, types, bounds, aliases, help, coupling rules.
 
 Owns the SGLang flag schema (`FLAGS`), resolving what a person typed to one of its flags
-(`resolve_flag`, with a "did you mean"; values are checked by `services.units.flags.parse_value`), and planning a
+(`resolve_flag`, with a "did you mean"; values are checked by `services.engines.flags.parse_value`), and planning a
 change to an ``ExecStart=`` argv (`apply_changes`) with SGLang's own coupling rules applied: with
 ``--speculative-eagle-topk 1`` (given or by default) SGLang forces
 ``--speculative-num-draft-tokens = steps + 1`` (``ServerArgs``, FORMATS.md a.5), so when the unit
@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.errors import UserInputError
-from services.units.flags import (
+from services.engines.flags import (
     CurrentFlags,
     FlagDef,
     FlagPlan,
@@ -28,6 +27,7 @@ from services.units.flags import (
     resolve_in,
     rewrite_flags,
 )
+from services.errors import UserInputError
 
 __all__ = [
     "EAGLE_FAMILY",

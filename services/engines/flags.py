@@ -1,11 +1,12 @@
 """Engine-neutral flag machinery: a flag's definition, checking a typed value, planning an argv edit.
 
-Owns `FlagDef` (one engine flag: names, chat aliases, type, bounds), `check_plain` and `parse_value`
-(numbers within bounds, choices, and only plain characters — never anything a shell or systemd
-would interpret), `FlagPlan`/`format_change` (what a change does, for the preview), and the two
-argv steps every engine schema shares: finding the schema's flags in an argv (`current_flags`) and
-writing a plan back in place (`rewrite_flags`: a flag changes where it stands, a new one goes at the end).
-Each engine's schema (`sglang_flags`, `vllm_flags`) builds on these.
+Owns the argv's flags as written (`parse_flags`, `get_flag`, `first_flag`, `FlagChange`), `FlagDef` (one
+engine flag: names, chat aliases, type, bounds), `check_plain` and `parse_value` (numbers within bounds,
+choices, and only plain characters — never anything a shell or systemd would interpret),
+`FlagPlan`/`format_change` (what a change does, for the preview), and the two argv steps every engine
+schema shares: finding the schema's flags in an argv (`current_flags`) and writing a plan back in place
+(`rewrite_flags`: a flag changes where it stands, a new one goes at the end). Each engine's schema
+(`services.engines.sglang.flags`, `services.engines.vllm.flags`) builds on these.
 """
 
 from __future__ import annotations
@@ -15,28 +16,94 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from services.errors import UnitError, UserInputError
-from services.units.editor import FlagChange, parse_flags
 
 __all__ = [
     "MAX_VALUE_LEN",
     "CurrentFlags",
+    "FlagChange",
     "FlagDef",
     "FlagPlan",
     "check_plain",
     "current_flags",
+    "first_flag",
     "flag_key",
     "flag_values",
     "format_change",
+    "get_flag",
     "help_line",
     "index_flags",
+    "number_or_none",
+    "parse_flags",
     "parse_value",
     "resolve_in",
     "rewrite_flags",
     "suggest",
 ]
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    """One flag's change: ``old``/``new`` are None when absent, ``"true"`` for a bare switch."""
+
+    flag: str
+    old: str | None
+    new: str | None
+    derived: bool = False
+    reason: str = ""
+    key: str = ""  # a key inside the flag's JSON value (vLLM's --speculative-config), "" for the flag itself
+
+
+FlagItem = tuple[str, str | None, int, int]
+
+
+def parse_flags(argv: Sequence[str], switches: frozenset[str] = frozenset()) -> list[FlagItem]:
+    """Split argv (after the executable) into (flag, value, index, count) items.
+
+    ``--name=value`` is one word; ``--name value`` takes the next word unless it starts with
+    ``--`` or the flag is a known switch; a flag without a value has ``value`` None.
+    """
+    items: list[FlagItem] = []
+    i = 1
+    n = len(argv)
+    while i < n:
+        w = argv[i]
+        if w.startswith("--") and len(w) > 2:
+            if "=" in w:
+                name, _, val = w.partition("=")
+                items.append((name, val, i, 1))
+                i += 1
+                continue
+            if w not in switches and i + 1 < n and not argv[i + 1].startswith("--"):
+                items.append((w, argv[i + 1], i, 2))
+                i += 2
+                continue
+            items.append((w, None, i, 1))
+        i += 1
+    return items
+
+
+def get_flag(argv: Sequence[str], name: str, switches: frozenset[str] = frozenset()) -> str | None:
+    """The value of ``name`` in argv (last one wins, as argparse), ``"true"`` if bare, None if absent."""
+    result: str | None = None
+    for flag, value, _, _ in parse_flags(argv, switches):
+        if flag == name:
+            result = "true" if value is None else value
+    return result
+
+
+def first_flag(argv: Sequence[str], *names: str) -> str | None:
+    """The value of the first of ``names`` the argv gives (`get_flag`), None when it gives none of them."""
+    for name in names:
+        value = get_flag(argv, name)
+        if value is not None:
+            return value
+    return None
+
+
+
 
 Kind = Literal["int", "float", "choice", "bool", "str"]
 
@@ -295,3 +362,13 @@ def resolve_in(word: str, by_word: Mapping[str, FlagDef]) -> FlagDef:
     if close is not None:
         raise UserInputError(f"I don't know the flag '{shown}'. Did you mean '{close}'?", suggestion=close)
     raise UserInputError(f"I don't know the flag '{shown}'. Say 'help flags' for the list.")
+
+
+def number_or_none(v: str | None, kind: type) -> Any:
+    """``kind(v)``, or None when ``v`` is absent or not such a number."""
+    if v is None:
+        return None
+    try:
+        return kind(v)
+    except ValueError:
+        return None

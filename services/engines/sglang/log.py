@@ -3,7 +3,7 @@
 `parse_decode` reads every known `Decode batch` shape (0.4.6 `Decode batch.` with no trailing comma,
 0.5.2/0.5.5 with a trailing `,`, 0.5.9/0.5.23 without; `Decode batch [N]` heads; hybrid-model
 `full token usage`; `cpu graph`/`npu graph`) with one regex per field, as FORMATS a.1 recommends.
-`parse_prefill`, `parse_capacity` and `is_ready_line` cover the other lines pitcrew reads.
+`parse_prefill` and `parse_capacity` cover the other lines pitcrew reads; the ready line is `READY_TEXT`.
 The error signatures diagnosis matches on are its own tables (`services.diagnosis.signatures`).
 """
 
@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from services.engines.protocol import Capacity
+
+__all__ = ["READY_TEXT", "DecodeStats", "PrefillStats", "parse_capacity", "parse_decode", "parse_prefill",
+           "strip_prefix"]
 
 _PREFIX = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)((?: [A-Z_]+\d+)*)\] ")
 
@@ -65,22 +70,6 @@ class PrefillStats:
     token_usage: float | None
     running_req: int | None
     queue_req: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Capacity:
-    """A server's capacity at start: SGLang's scheduler line (`max_total_num_tokens=..., max_running_requests=...`)
-    or vLLM's KV cache lines (`services.journal.vllm.CapacityReader`); None where the engine does not say."""
-
-    max_total_num_tokens: int  # KV cache size in tokens (vLLM: `GPU KV cache size: N tokens`)
-    chunked_prefill_size: int | None
-    max_prefill_tokens: int | None
-    max_running_requests: int | None
-    context_len: int | None
-    available_gpu_mem_gb: float | None
-    max_concurrency: float | None = None  # vLLM: `Maximum concurrency for N tokens per request: X`
-    concurrency_tokens: int | None = None  # ... the N of that line
-    kv_cache_gib: float | None = None  # vLLM: `Available KV cache memory: X GiB`
 
 
 def strip_prefix(message: str) -> tuple[str | None, str, str]:
@@ -155,15 +144,3 @@ def parse_capacity(message: str) -> Capacity | None:
     values = {k: _i(rx, message) for k, rx in _CAP_FIELDS.items()}
     return Capacity(total, values["chunked_prefill_size"], values["max_prefill_tokens"],
                     values["max_running_requests"], values["context_len"], _f(_AVAIL_MEM, message))
-
-
-def is_ready_line(message: str, *, engine: str = "sglang") -> bool:
-    """True for the server's ready line.
-
-    SGLang: `The server is fired up and ready to roll!` only — SGLang's uvicorn prints `Application startup
-    complete.` before it even binds the port and before the warm-up request, so that line is not readiness.
-    vLLM (`engine="vllm"`): uvicorn's `Application startup complete.` is the ready signal (FORMATS b.3).
-    """
-    if engine == "vllm":
-        return "Application startup complete." in message
-    return READY_TEXT in message

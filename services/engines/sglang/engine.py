@@ -1,0 +1,148 @@
+"""SGLang as pitcrew knows it: the `Engine` protocol implemented for ``python -m sglang.launch_server``.
+
+Detection (the plain ``python -m sglang.launch_server`` and wrapped forms), the flag schema
+(`services.engines.sglang.flags`), the ready line (`The server is fired up and ready to roll!`; SGLang's
+uvicorn prints `Application startup complete.` before it even binds the port and before the warm-up
+request, so that line is not readiness), the one-line capacity (`max_total_num_tokens=…`), the
+`/metrics` gauges and counters, the memory-advice flags and the host facts preflight uses.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from services.engines.flags import FlagDef, FlagPlan, first_flag, get_flag, number_or_none
+from services.engines.metrics import metric_delta, metric_mean
+from services.engines.protocol import Capacity, ForecastKnobs, Metrics, WindowFigures
+from services.engines.sglang import flags
+from services.engines.sglang.log import READY_TEXT, parse_capacity
+
+__all__ = ["SGLANG", "SGLang", "SglangCapacityReader"]
+
+_MODULES = ("sglang.launch_server", "sglang.srt.server", "sglang")
+
+
+class SglangCapacityReader:
+    """SGLang's capacity is one scheduler line."""
+
+    def __init__(self) -> None:
+        self.capacity: Capacity | None = None
+
+    def feed(self, message: str) -> bool:
+        cap = parse_capacity(message)
+        if cap is not None:
+            self.capacity = cap
+        return cap is not None
+
+
+class SGLang:
+    name = "sglang"
+    display = "SGLang"
+
+    flags: tuple[FlagDef, ...] = flags.FLAGS
+    knob_flags: Mapping[str, str] = {
+        "steps": "--speculative-num-steps", "mem": "--mem-fraction-static", "context": "--context-length",
+        "max running": "--max-running-requests", "chunked prefill": "--chunked-prefill-size", "tp": "--tp-size"}
+    knob_labels: Mapping[str, str] = {k: k for k in knob_flags}
+    # Flags the engine itself marks deprecated (SGLang 0.5.9 `DeprecatedAction`, its help says what replaces them).
+    deprecated_flags: Mapping[str, str] = {
+        "--hybrid-kvcache-ratio": "use --swa-full-tokens-ratio instead (deprecated in 0.5.9)",
+        "--prefill-round-robin-balance": "deprecated in 0.5.9; it has no effect"}
+    # the flags memory advice names (SGLang's ServerArgs)
+    advice_flags: Mapping[str, str] = {
+        "mem": "--mem-fraction-static", "len": "--context-length", "seqs": "--max-running-requests",
+        "spec": "fewer speculative steps (--speculative-num-steps)", "graphs": "--cuda-graph-max-bs",
+        "chunk": "--chunked-prefill-size"}
+    default_port = 30000
+    mem_flag = "--mem-fraction-static"
+    mem_default: float | None = None
+    no_model = "model path: ExecStart= gives no --model-path"
+    help_unread: str | None = None
+
+    # --- detection and version
+    def plain_launch(self, argv: Sequence[str]) -> tuple[str, int] | None:
+        if (len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1] == "-m"
+                and argv[2] in ("sglang.launch_server", "sglang.launch_server.py")):
+            return argv[0], 3
+        return None
+
+    def launched_by(self, word: str, nxt: str) -> bool:
+        if word == "-m" and nxt and (nxt in _MODULES or nxt.startswith("sglang.launch_server")):
+            return True
+        return word.rsplit("/", 1)[-1] == "sglang" and nxt in ("serve", "launch_server")
+
+    def version_of(self, line: str) -> str | None:
+        return None  # SGLang logs no version line at start
+
+    # --- vocabulary
+    def lookup_flag(self, word: str) -> FlagDef | None:
+        return flags.lookup_flag(word)
+
+    def apply_changes(self, argv: Sequence[str], changes: Mapping[str, str | None]) -> FlagPlan:
+        return flags.apply_changes(argv, changes)
+
+    def flag_help_lines(self) -> tuple[str, ...]:
+        return flags.flag_help_lines()
+
+    def read_values(self, argv: Sequence[str]) -> dict[str, str]:
+        return flags.read_values(argv)
+
+    def label_hides(self, flag: str, values: Mapping[str, str]) -> bool:
+        """SGLang's draft tokens, when they are steps + 1 (what SGLang derives with topk 1): steps says it."""
+        if flag != "--speculative-num-draft-tokens":
+            return False
+        steps, draft, topk = (values.get("--speculative-num-steps"), values.get("--speculative-num-draft-tokens"),
+                              values.get("--speculative-eagle-topk", "1"))
+        return bool(steps and draft and steps.isdigit() and draft.isdigit() and topk == "1"
+                    and int(draft) == int(steps) + 1)
+
+    # --- lifecycle
+    def is_ready_line(self, message: str) -> bool:
+        return READY_TEXT in message
+
+    def capacity_reader(self) -> SglangCapacityReader:
+        return SglangCapacityReader()
+
+    def capacity_extras(self, capacity: Capacity) -> dict[str, object]:
+        return {}
+
+    # --- metrics
+    def window_figures(self, before: Metrics | None, after: Metrics | None, elapsed_s: float) -> WindowFigures:
+        """`/metrics` (needs `--enable-metrics`): accept length/rate gauges at the window's end, generation
+        throughput from `sglang:generation_tokens_total` over the window (else the gauge)."""
+        gen = metric_delta(before, after, "sglang:generation_tokens_total")
+        throughput = gen / elapsed_s if gen is not None and elapsed_s > 0 else None
+        if throughput is None:
+            throughput = metric_mean(after, "sglang:gen_throughput")
+        return WindowFigures(accept_len=metric_mean(after, "sglang:spec_accept_length"),
+                             accept_rate=metric_mean(after, "sglang:spec_accept_rate"),
+                             gen_throughput=throughput)
+
+    def report_notes(self, capacity: Mapping[str, Any], no_accept: bool) -> list[str]:
+        return ["accept len/rate: SGLang reports them on /metrics only with --enable-metrics."] if no_accept else []
+
+    def forecast_knobs(self, argv: Sequence[str], label: str) -> ForecastKnobs:
+        """SGLang's defaults and topk-1 coupling applied: draft tokens = steps + 1 unless topk > 1 pins them."""
+        algo = get_flag(argv, "--speculative-algorithm")
+        steps = number_or_none(get_flag(argv, "--speculative-num-steps"), int)
+        topk = number_or_none(get_flag(argv, "--speculative-eagle-topk"), int) or 1
+        draft = number_or_none(get_flag(argv, "--speculative-num-draft-tokens"), int)
+        if algo is None:
+            d = 1
+        else:
+            steps = steps or 3
+            d = steps + 1 if topk == 1 or draft is None else draft
+        return ForecastKnobs(draft_tokens=d,
+                             mem_fraction=number_or_none(get_flag(argv, "--mem-fraction-static"), float),
+                             context_length=number_or_none(get_flag(argv, "--context-length"), int),
+                             explicit_max_running=number_or_none(get_flag(argv, "--max-running-requests"), int),
+                             label=label or (f"steps {steps}" if algo is not None else "no speculation"))
+
+    # --- host facts
+    def model_of(self, argv: Sequence[str]) -> str:
+        return first_flag(argv, "--model-path", "--model") or ""
+
+
+SGLANG = SGLang()
