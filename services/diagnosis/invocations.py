@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from services.diagnosis.side import Action, RanBefore, format_time
-from services.diagnosis.signatures import PHASES, VLLM_LINE, phase_mark, signals_of
-from services.engines import Capacity
+from services.diagnosis.signatures import PHASES, phase_mark, signals_of
+from services.engines import Capacity, Engine, engine_of_line
 from services.engines.sglang import parse_capacity, parse_decode
 from services.journal import JournalEntry, SystemdEvent, classify
 
@@ -60,7 +60,7 @@ class Invocation:
     sig_lines: list[Signal] = field(default_factory=list)  # the first 300 signal lines...
     sig_recent: deque[Signal] = field(default_factory=lambda: deque(maxlen=100))  # ...and the last 100
     phase: str = "loading"
-    vllm: bool = False
+    engine: Engine | None = None  # the engine whose lines these are, once one claims a line (`engine_of_line`)
     died: JournalEntry | None = None  # the first line saying an engine process died
     crashed: bool = False  # the engine died before anyone asked the unit to stop (decided in `finish`)
     decode_entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=32))
@@ -126,8 +126,9 @@ class Invocation:
         if "Prefill batch" in msg or 'HTTP/1.1" 200 OK' in msg:  # the other high-volume benign lines
             return
         if self.ready_us is None:
-            self.vllm = self.vllm or bool(VLLM_LINE.search(msg))
-            mark = phase_mark(msg, vllm=self.vllm)
+            if self.engine is None:
+                self.engine = engine_of_line(msg)
+            mark = phase_mark(msg, engine=self.engine)
             if mark is not None:
                 self._enter(mark, t)
                 self.mark_lines[mark] = entry

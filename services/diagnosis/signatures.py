@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from services.engines import Engine
+
 PHASES = ("loading", "kv_sizing", "capture", "warmup", "ready", "stopping")
 
 
@@ -210,10 +212,6 @@ MARKS: tuple[Mark, ...] = (
     Mark("ready", _rx(r"The server is fired up and ready to roll!|Decode batch|Avg generation throughput"),
          "FORMATS a.1/b.3"),
 )
-# vLLM's ready line; SGLang's uvicorn prints the same text before its warm-up, so it counts only for vLLM
-VLLM_READY = "Application startup complete."
-VLLM_LINE = _rx(r"vLLM API server version|Initializing an? (?:V[01] )?LLM engine|\(APIServer pid=|\(EngineCore"
-                r"|\(VllmWorkerProcess pid=|vllm/(?:entrypoints|engine|worker|v1)/")
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _VLLM_TAG = re.compile(r"^\s*\((?:[A-Za-z_]+[\w]*)(?: rank=\d+)? pid=\d+\)\s*")  # (VllmWorker rank=1 pid=N) too
@@ -252,9 +250,11 @@ def signals_of(message: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def phase_mark(message: str, *, vllm: bool) -> str | None:
-    """The phase this line starts (`None` for most lines)."""
-    if vllm and VLLM_READY in message:
+def phase_mark(message: str, *, engine: Engine | None) -> str | None:
+    """The phase this line starts (`None` for most lines). ``engine`` is the engine the invocation's lines were
+    recognised as (`services.engines.engine_of_line`): its own ready line starts `ready` too (vLLM's `Application
+    startup complete.`, which SGLang's uvicorn prints before its warm-up)."""
+    if engine is not None and engine.is_ready_line(message):
         return "ready"
     for mark in MARKS:
         if mark.pattern.search(message):

@@ -15,7 +15,7 @@ from services.diagnosis.evidence import FLAGS_FOR, unit_flags
 from services.diagnosis.invocations import Invocation, short_time
 from services.diagnosis.ownership import Ownership, own_pids, ownership
 from services.diagnosis.side import RanBefore, SideEvidence
-from services.engines import Engine, detect_engine, engine_named
+from services.engines import DEFAULT_ENGINE, Engine, detect_engine, find_engine
 from services.errors import PitcrewError
 from services.units import read_exec_start
 
@@ -49,17 +49,16 @@ def config_change(ctx: Context) -> tuple[str | None, bool]:
 
 
 def engine_of(ctx: Context) -> Engine:
-    """The engine of the unit file's ExecStart= (`services.engines.detect_engine`); without a readable one, vLLM when
-    the journal's lines are vLLM's, else SGLang."""
-    engine = "unknown"
+    """The engine of the unit file's ExecStart= (`services.engines.detect_engine`); without a readable one, the engine
+    that claimed the journal's lines (vLLM's are recognisable), else the default engine (SGLang)."""
     if ctx.side.unit_file:
         try:
-            engine = detect_engine(read_exec_start(ctx.side.unit_file).argv)
+            found = find_engine(detect_engine(read_exec_start(ctx.side.unit_file).argv))
         except PitcrewError:  # no single ExecStart= in the text we were given
-            engine = "unknown"
-    if engine == "unknown":
-        engine = "vllm" if any(inv.vllm for inv in ctx.invocations) else "sglang"
-    return engine_named(engine)
+            found = None
+        if found is not None:
+            return found
+    return next((inv.engine for inv in ctx.invocations if inv.engine is not None), DEFAULT_ENGINE)
 
 
 def _times(ctx: Context) -> str:

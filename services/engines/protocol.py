@@ -88,6 +88,11 @@ class Engine(Protocol):
         """The version when ``line`` is this engine's own version line, else None."""
         ...
 
+    def claims_line(self, message: str) -> bool:
+        """True when a journal line is unmistakably this engine's (diagnosis reads a unit's lines as that engine's
+        when it has no readable unit file); the default engine claims none: it is what no claim means."""
+        ...
+
     # --- vocabulary: the flag schema, the neutral knobs, writing a change back
     flags: tuple[FlagDef, ...]
     knob_flags: Mapping[str, str]  # neutral knob word ("steps", "mem", …) -> this engine's flag

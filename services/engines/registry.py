@@ -4,8 +4,9 @@ Owns `ENGINES` (every engine pitcrew drives, in registration order: help and fla
 SGLang's first), `engine_named` (an engine by its stored name), `detect_engine` (the engine an
 ``ExecStart=`` argv launches, by each engine's own detection, or ``unknown``), `engine_for` (the engine
 an argv is planned with: an argv pitcrew cannot place is treated as the default engine, SGLang, as
-pitcrew always did), `plain_launch` (preflight's plain forms), `engine_display` and `engine_version`
-(an engine's own version line). Adding an engine is its package plus one line in `ENGINES`.
+pitcrew always did), `plain_launch` (preflight's plain forms), `engine_display`, `engine_version`
+(an engine's own version line) and `engine_of_line` (whose journal line this is).
+Adding an engine is its package plus one line in `ENGINES`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "engine_display",
     "engine_for",
     "engine_named",
+    "engine_of_line",
     "engine_version",
     "find_engine",
     "plain_launch",
@@ -85,6 +87,11 @@ def engine_display(name: str) -> str:
     """``SGLang``, ``vLLM`` or the word as given."""
     found = _BY_NAME.get(name)
     return found.display if found is not None else (name or "unknown")
+
+
+def engine_of_line(message: str) -> Engine | None:
+    """The engine that claims a journal line as its own (`Engine.claims_line`), or None."""
+    return next((e for e in ENGINES if e.claims_line(message)), None)
 
 
 def engine_version(line: str) -> tuple[str, str] | None:

@@ -76,6 +76,9 @@ class SGLang:
     def version_of(self, line: str) -> str | None:
         return None  # SGLang logs no version line at start
 
+    def claims_line(self, message: str) -> bool:
+        return False  # the default engine: lines no engine claims are read as SGLang's
+
     # --- vocabulary
     def lookup_flag(self, word: str) -> FlagDef | None:
         return flags.lookup_flag(word)

@@ -31,6 +31,10 @@ _VERSION_RES: tuple[re.Pattern[str], ...] = (
     re.compile(r"█\s+version (\d+\.\d+\.\d+[0-9A-Za-z.+-]*)\s*$"),
 )
 
+# a line only vLLM writes: its version line, its engine's start, its process tags, its module paths
+_LINE = re.compile(r"vLLM API server version|Initializing an? (?:V[01] )?LLM engine|\(APIServer pid=|\(EngineCore"
+                   r"|\(VllmWorkerProcess pid=|vllm/(?:entrypoints|engine|worker|v1)/")
+
 
 class Vllm:
     name = "vllm"
@@ -68,6 +72,9 @@ class Vllm:
         if word == "-m" and nxt and (nxt in _MODULES or nxt.startswith("vllm.entrypoints.")):
             return True
         return word.rsplit("/", 1)[-1] == "vllm" and nxt == "serve"
+
+    def claims_line(self, message: str) -> bool:
+        return bool(_LINE.search(message))
 
     def version_of(self, line: str) -> str | None:
         for rx in _VERSION_RES:
