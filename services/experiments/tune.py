@@ -1,7 +1,7 @@
 """Tune: search several flags at once for the configuration that best meets a stated goal, in few restarts.
 
 The goal is the aggregate output throughput at one concurrency, optionally under a TTFT p95 limit
-(``tune steps 1..8, mem 0.80,0.84,0.88 for throughput at 16 with ttft p95 < 500ms``). The search space is the
+(``tune steps 1..8, mem 0.80,0.84,0.88 for throughput at 16 with ttft p95 under 500ms``). The search space is the
 grid of the listed values; a grid tries every point, `tune` asks Optuna's TPE sampler (multivariate, seeded,
 with a constraint per trial so infeasible points rank below every feasible one) for the next point and
 restarts only for the ones worth it:
@@ -55,6 +55,7 @@ from services.units import (
 
 OK, VIOLATES, REFUSED, FAILED = "ok", "violates", "refused", "failed"
 BUDGET_SHARE = 0.35  # the default restart budget, as a share of the grid
+MAX_DEFAULT_BUDGET = 40  # ... and at most this many restarts unless the person says more
 MAX_GRID = 4096
 DUPLICATE_ASKS = 40  # proposals of measured points answered in a row before a seeded pick of an unmeasured one
 # which way each knob raises the GPU memory a configuration needs (more draft tokens reserve more per request, a
@@ -106,10 +107,21 @@ class Point:
         return self.status == OK
 
     def to_json(self) -> dict[str, Any]:
-        return {"changes": dict(self.changes), "status": self.status, "throughput": self.throughput,
+        return {"changes": dict(self.changes), "label": changes_label(self.changes), "status": self.status,
+                "throughput": self.throughput,
                 "ttft_p95_ms": self.ttft_p95_ms, "kv_tokens": self.kv_tokens, "max_running": self.max_running,
                 "why": self.why, "run_id": self.run_id, "restarted": self.restarted, "start": self.start,
                 "memory": self.memory}
+
+
+def pareto_front(points: list[Point]) -> list[int]:
+    """Indexes of the measured points no other measured point beats on both throughput (higher) and TTFT p95
+    (lower), by TTFT."""
+    m = [(i, p.throughput, p.ttft_p95_ms) for i, p in enumerate(points)
+         if p.throughput is not None and p.ttft_p95_ms is not None]
+    front = [(i, t, f) for i, t, f in m
+             if not any((t2 >= t and f2 <= f) and (t2 > t or f2 < f) for _, t2, f2 in m)]
+    return [i for i, _, _ in sorted(front, key=lambda x: x[2])]
 
 
 def grid_size(knobs: tuple[TuneKnob, ...]) -> int:
@@ -117,9 +129,9 @@ def grid_size(knobs: tuple[TuneKnob, ...]) -> int:
 
 
 def default_budget(knobs: tuple[TuneKnob, ...]) -> int:
-    """Restarts a tune may use unless told: 35 % of the grid, at least 4 (never more than the grid)."""
+    """Restarts a tune may use unless told: 35 % of the grid, at least 4, at most 40 (never more than the grid)."""
     n = grid_size(knobs)
-    return min(n, max(4, math.ceil(BUDGET_SHARE * n)))
+    return min(n, max(4, min(MAX_DEFAULT_BUDGET, math.ceil(BUDGET_SHARE * n))))
 
 
 def default_patience(budget: int) -> int:
@@ -443,6 +455,7 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
               "goal": {"concurrency": goal.concurrency, "ttft_p95_ms": goal.ttft_p95_ms, "text": goal.describe()},
               "budget": budget, "grid": grid_size(knobs), "restarts": search.restarts, "stopped": search.stopped,
               "start": start_point.to_json(), "points": [p.to_json() for p in search.order],
+              "pareto": pareto_front(search.order),
               "best": best.to_json() if best else None, "best_label": changes_label(best.changes) if best else None,
               "verdict": verdict, "criterion": choice.why,
               "within_noise": [changes_label(p.changes) for p in choice.within_noise],
