@@ -188,7 +188,7 @@ class TuneSearch:
         self.rng = random.Random(seed)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(3, min(8, budget // 4)),
-                                             multivariate=True, warn_independent_sampling=False)
+                                             multivariate=True)
         self.study = optuna.create_study(direction="maximize", sampler=sampler)
         self.points: dict[tuple[tuple[str, str], ...], Point] = {}
         self.order: list[Point] = []
@@ -293,6 +293,8 @@ class TuneSearch:
     def _measurably_better(self, a: Point, b: Point) -> bool:
         if a.throughput is None or b.throughput is None:
             return False
+        if b.throughput <= 0.0:
+            return a.throughput > 0.0
         cmp = compare_samples((), (), new_median=a.throughput, old_median=b.throughput, noise=self.noise,
                               concurrency=self.goal.concurrency)
         return cmp is not None and cmp.outcome == BETTER
