@@ -1,0 +1,83 @@
+"""A tune on the simulated SGLang host, end to end: preview with budget, trials through the try machinery, a crash
+under the ramp rolled back before the next trial, the answer with the best point, its verdict, the failures,
+the Pareto chart and an Apply button; the host ends on its starting configuration and serves."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+# 16 requests in flight: with fewer than 16 running-request slots some wait a whole request (96 tokens) for
+# their first token, far over the limit
+BENCH = {"concurrency": [16], "requests_per_level": 32, "warmup": 1, "input_len": 32, "output_len": 96}
+TUNE = "tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms in 6 restarts"
+
+
+def _job_id(text: str) -> int:
+    return int(re.search(r"Job (\d+)", text).group(1))
+
+
+async def test_tune_preview_states_knobs_goal_and_budget_and_refuses_a_bad_flag(make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",))
+    reply = await bot.say("tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms")
+    job_id = _job_id(reply.text)
+    (preview,) = bot.messages(lambda d: d.key == f"job:{job_id}" and not d.edit) or await bot.wait_messages(
+        lambda d: d.key == f"job:{job_id}")
+    text = preview.reply.text
+    assert "knobs: steps 2..4, mem 0.84,0.9 (6 configurations in the grid)" in text, text
+    assert "goal: the highest output throughput at C=16 with TTFT p95 under 250 ms" in text
+    assert "budget: at most 4 restarts (67 % of the grid's 6)" in text  # the default floor of 4 restarts
+    assert "estimated time: no recorded restart and benchmark on this host yet" in text
+    job = await bot.core.jobs.get(job_id)
+    assert job.kind == "tune" and job.state == "awaiting_confirmation"
+    assert job.params["knobs"] == [{"flag": "--speculative-num-steps", "values": ["2", "3", "4"]},
+                                   {"flag": "--mem-fraction-static", "values": ["0.84", "0.9"]}]
+    # a value the engine's own parser refuses stops the tune at the preview: no job
+    before = len(await bot.core.jobs.recent(limit=50))
+    refused = await bot.say("tune steps 2..4, attention-backend fa3,nope for throughput at 16")
+    assert "nope" in refused.text and "invalid choice" in refused.text, refused.text
+    assert len(await bot.core.jobs.recent(limit=50)) == before
+
+
+@pytest.mark.slow
+async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH)
+    before = bot.unit_text()
+    job = await bot.wait_job(_job_id((await bot.say(TUNE)).text), timeout=400)
+    assert job.state == "succeeded", job.summary
+    r = job.result
+    by_label = {p["label"]: p for p in r["points"]}
+    # the model's surface at C=16 (simhost/sglang/model.py): steps 3 at mem 0.90 has 18 slots and is fastest;
+    # steps 4 at mem 0.90 dies of CUDA OOM with 15 requests decoding; mem 0.84 leaves 14 slots at steps 3
+    assert r["best"]["label"] == "steps 3 · mem 0.9", r["points"]
+    assert r["restarts"] <= 6 and r["left_down"] == 0
+    assert by_label["steps 3 · mem 0.88"]["start"] and not by_label["steps 3 · mem 0.88"]["restarted"]
+    # a budget of the whole grid: every configuration is evaluated (or ruled out before a restart)
+    assert len(by_label) == 7 and r["stopped"] == "every configuration of the grid was evaluated"
+    crashed = by_label["steps 4 · mem 0.9"]
+    assert crashed["status"] == "failed" and crashed["memory"] and "crashed under the ramp" in crashed["why"]
+    assert by_label["steps 4 · mem 0.84"]["status"] == "violates"  # 14 slots: two of 16 requests wait
+    # 14 slots too: over the limit, or refused by the capacity forecast before a restart once the tune's own
+    # starts at mem 0.84 bracket it
+    assert by_label["steps 3 · mem 0.84"]["status"] in ("violates", "refused")
+    assert by_label["steps 3 · mem 0.9"]["ttft_p95_ms"] < 250
+    assert re.match(r"[+−]\d+ % \(±\d+ %\) — ", r["verdict"]), r["verdict"]
+    # the host is back on its starting configuration and serves
+    assert bot.unit_text() == before
+    async with httpx.AsyncClient(timeout=10) as client:
+        ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
+                               json={"model": "x", "prompt": "hi", "max_tokens": 4})
+    assert ok.status_code == 200
+    # every trial is a try's record: a stored run per measured point
+    runs = await bot.core.results.for_job(job.id)
+    assert len(runs) == sum(1 for p in r["points"] if p["run_id"] is not None)
+    (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:tune")
+    text = summary.reply.text
+    assert "best *steps 3 · mem 0.9*" in text, text
+    assert "✗ steps 4 · mem 0.9: steps 4 · mem 0.9 on " in text and "crashed under the ramp at C=16" in text
+    assert summary.reply.attachments[0].content.startswith(b"\x89PNG")
+    (apply,) = summary.reply.buttons
+    assert apply.label == "Apply"
+    assert apply.command == "try --speculative-num-steps=3 --mem-fraction-static=0.9 on " + job.host
