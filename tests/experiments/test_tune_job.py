@@ -4,6 +4,7 @@ the Pareto chart and an Apply button; the host ends on its starting configuratio
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import httpx
@@ -81,3 +82,28 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot)
     (apply,) = summary.reply.buttons
     assert apply.label == "Apply"
     assert apply.command == "try --speculative-num-steps=3 --mem-fraction-static=0.9 on " + job.host
+
+
+@pytest.mark.slow
+async def test_a_cancelled_tune_puts_the_starting_configuration_back(make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH)
+    before = bot.unit_text()
+    job_id = _job_id((await bot.say(TUNE)).text)
+    # wait until a second trial has deployed: cancelling then must go back past the first trial's configuration
+    seen = {before}
+    for _ in range(1200):
+        seen.add(bot.unit_text())
+        if len(seen) >= 3:
+            break
+        await asyncio.sleep(0.05)
+    assert len(seen) >= 3, "no second trial deployed"
+    said = await bot.say(f"cancel {job_id}")
+    assert "restore the unit that was live before it" in said.text, said.text
+    job = await bot.wait_job(job_id, timeout=180)
+    assert job.state == "cancelled", (job.state, job.summary)
+    assert "back on revision" in job.summary
+    assert bot.unit_text() == before
+    async with httpx.AsyncClient(timeout=10) as client:
+        ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
+                               json={"model": "x", "prompt": "hi", "max_tokens": 4})
+    assert ok.status_code == 200
