@@ -82,6 +82,10 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot)
     (apply,) = summary.reply.buttons
     assert apply.label == "Apply"
     assert apply.command == "try --speculative-num-steps=3 --mem-fraction-static=0.9 on " + job.host
+    # `show` lists the whole search first, and why each failure failed
+    shown = await bot.say(f"show {job.id}")
+    assert shown.tables[0].title.startswith("tune: 7 configurations")
+    assert "✗ steps 4 · mem 0.9:" in shown.text
 
 
 @pytest.mark.slow
