@@ -29,7 +29,7 @@ under the ramp. `left_down` is the number of trials after which the job found th
 `systemctl show` after every trial, then puts the start back), plus 1 if after the job the unit file is not the
 starting one or the server does not answer a completion. `--no-job` skips it.
 
-    .venv/bin/python benchmarks/bench_tune.py [--runs 10] [--no-job]
+    .venv/bin/python benchmarks/bench_tune.py [--runs 10] [--no-job] [--chart docs/img/tune-example.png]
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ JOB_BENCH = {"concurrency": [16], "requests_per_level": 32, "warmup": 1, "input_
 JOB_TUNE = "tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms in 6 restarts"
 
 
-async def run_job() -> dict[str, Any]:
+async def run_job(chart: str | None = None) -> dict[str, Any]:
     """One full tune job on a simulated host (see the module docstring)."""
     import tempfile
     from contextlib import AsyncExitStack
@@ -210,6 +210,12 @@ async def run_job() -> dict[str, Any]:
             restored = Path(sim.unit_path).read_text() == before and r.status_code == 200
             res = job.result or {}
             pts = res.get("points") or []
+            if chart:
+                from handlers import charts
+
+                png = await charts.tune_png(res)
+                if png:
+                    Path(chart).write_bytes(png)
             return {"state": job.state, "wall_s": round(wall, 1), "restarts": res.get("restarts"),
                     "grid": res.get("grid"), "best": (res.get("best") or {}).get("label"),
                     "failed": [p["label"] for p in pts if p["status"] == FAILED],
@@ -221,6 +227,7 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--no-job", action="store_true")
+    ap.add_argument("--chart", help="write the tune job's Pareto chart (PNG) here")
     args = ap.parse_args()
     opt, opt_thr = true_optimum()
     grid_n = grid_size(KNOBS)
@@ -235,7 +242,7 @@ async def main() -> None:
               f"refused before a restart), best {t['best']}, within noise {t['within_noise']}; {t['stopped']}")
     for g in grids:
         print(f"grid seed {g['seed']}: {g['restarts']} restarts, best {g['best']}, within noise {g['within_noise']}")
-    job = None if args.no_job else await run_job()
+    job = None if args.no_job else await run_job(args.chart)
     if job is not None:
         print(f"tune job on the simulated host: {job}")
     restarts = statistics.fmean(t["restarts"] for t in tunes)
