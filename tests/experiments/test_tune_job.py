@@ -42,6 +42,21 @@ async def test_tune_preview_states_knobs_goal_and_budget_and_refuses_a_bad_flag(
     assert len(await bot.core.jobs.recent(limit=50)) == before
 
 
+async def test_tune_preview_estimates_the_time_from_the_hosts_recorded_steps(make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",))
+    done = await bot.wait_job(_job_id((await bot.say("try 2 steps")).text), timeout=120)
+    assert done.state == "succeeded", done.summary
+    steps = await bot.core.jobs.step_seconds(done.host, ("stop", "start", "ramp", "benchmark"))
+    assert set(steps) == {"stop", "start", "ramp", "benchmark"} and all(v > 0 for v in steps.values())
+    job_id = _job_id((await bot.say(TUNE)).text)
+    (preview,) = await bot.wait_messages(lambda d: d.key == f"job:{job_id}")
+    m = re.search(r"estimated time: up to ~(\d+) min \(6 trials and the restore, each ~(\d+) s from this host's "
+                  r"recorded stop \d+ s, start \d+ s, ramp \d+ s, benchmark \d+ s\)", preview.reply.text)
+    assert m, preview.reply.text
+    assert int(m.group(2)) == round(sum(steps.values()))
+    assert int(m.group(1)) == max(1, round(7 * sum(steps.values()) / 60))
+
+
 @pytest.mark.slow
 async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot) -> None:
     bot = await make_bot("healthy", bench=BENCH)
