@@ -52,7 +52,9 @@ def test_tune_forms_parse_and_round_trip(text: str, expected: Tune) -> None:
     ("tune mem 0.8..0.9 for throughput at 16", "whole-number"),
     ("tune max running 1..65 for throughput at 16", "at most 64 values"),
     ("tune steps 1..16, max running 1..64, mem 0.5,0.6,0.7,0.8,0.9 for throughput at 16", "at most 4,096"),
-    ("tune steps 1..8, mem 0.8,0.9 for throughput at 16 with ttft p95 < 500ms", "never accepts"),
+    ("tune steps 1..8, mem 0.8,0.9 for throughput at 16 with ttft p95 < 500ms", "never accepts.*say 'under'"),
+    # Slack escapes the character
+    ("tune steps 1..8 for throughput at 16 with ttft p95 &lt; 500ms", "never accepts.*say 'under'"),
 ])
 def test_tune_refusals_are_plain_sentences(text: str, message: str) -> None:
     with pytest.raises(UserInputError, match=message):
