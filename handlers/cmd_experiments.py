@@ -132,14 +132,31 @@ async def do_sweep(ctx: HandlerContext, msg: ChatMessage, cmd: Sweep) -> Reply:
 
 @command(Tune, words=("tune", "optimize", "optimise"),
          usage="tune <flag> <a>..<b> | <v1>,<v2>,...[, <flag> ...] for throughput at <C> "
-               "[with ttft p95 under <N>ms] [in <N> restarts] [on <host>]",
+               "[with ttft p95 under <N>ms] [in <N> restarts] [on <host>] | tune resume <job>",
          examples=("tune steps 1..8, mem 0.80,0.84,0.88,0.92 for throughput at 16 with ttft p95 under 500ms",
-                   "tune steps 2..6, max running 16,24,32 for throughput at 16 in 8 restarts"),
+                   "tune steps 2..6, max running 16,24,32 for throughput at 16 in 8 restarts", "tune resume 12"),
          parse=parse_tune, render=render_tune, role="experimenter", confirm="tune")
 async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     """Search several flags at once for the best throughput at a concurrency (under a TTFT limit), in a fraction
-    of a grid's restarts; answers with the best configuration, the Pareto front and an Apply button."""
+    of a grid's restarts; answers with the best configuration, the Pareto front and an Apply button. `tune resume
+    <job>` continues a cancelled or interrupted tune without restarting for what it measured."""
     host = ctx.resolve_host(msg, cmd.host)
+    known: list[dict[str, Any]] = []
+    if cmd.resume is not None:
+        old = await ctx.domain.jobs.get(cmd.resume)
+        if old.kind != "tune":
+            raise UserInputError(f"job {old.id} is a {old.kind}; `tune resume` continues a tune")
+        if old.state not in ("cancelled", "interrupted", "failed"):
+            raise UserInputError(f"job {old.id} is {old.state}; only a cancelled, interrupted or failed tune can "
+                                 "be resumed")
+        host = ctx.resolve_host(msg, cmd.host or old.host)
+        if host != old.host:
+            raise UserInputError(f"job {old.id} tuned {old.host}; its measurements say nothing about {host}")
+        p = old.params
+        cmd = Tune(knobs=tuple((str(k["flag"]), tuple(str(v) for v in k["values"])) for k in p["knobs"]),
+                   concurrency=int(p["concurrency"]), ttft_p95_ms=p.get("ttft_p95_ms"), budget=p.get("budget"),
+                   host=host, resume=old.id)
+        known = [d["point"] for d in await ctx.domain.jobs.step_details(old.id, "tune-point") if "point" in d]
     knobs = tuple(TuneKnob(flag, values) for flag, values in cmd.knobs)
     grid = grid_size(knobs)
     budget = min(cmd.budget or default_budget(knobs), grid)
@@ -173,8 +190,13 @@ async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     else:
         notes.append("estimated time: no recorded restart and benchmark on this host yet to estimate from")
     notes.append("the host is put back on its current configuration at the end; Apply runs the best as a try")
+    if cmd.resume is not None:
+        notes.append(f"resumes job {cmd.resume}: the {len(known)} configurations it measured are not restarted "
+                     f"again (their {sum(1 for k in known if k.get('restarted'))} restarts count against the budget)")
     params: dict[str, Any] = {"knobs": [{"flag": f, "values": list(v)} for f, v in cmd.knobs],
                               "concurrency": cmd.concurrency, "ttft_p95_ms": cmd.ttft_p95_ms, "budget": budget}
+    if cmd.resume is not None:
+        params.update(resumes=cmd.resume, known=known)
     what = f"tune {shorts} for throughput at C={cmd.concurrency}{limit}"
     reply = await _submit(ctx, msg, kind="tune", host=host, params=params, what=what, notes=tuple(notes),
                           checks=tuple(checks))

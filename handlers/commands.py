@@ -77,6 +77,7 @@ class Tune(Command):
     ttft_p95_ms: float | None = None  # the constraint, when given
     budget: int | None = None  # restarts at most (None: the default share of the grid)
     host: str | None = None
+    resume: int | None = None  # `tune resume <job>`: that tune's knobs and goal, its measured points kept
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,8 @@ def render_sweep(cmd: Sweep) -> str:
 
 
 def render_tune(cmd: Tune) -> str:
+    if cmd.resume is not None:
+        return f"tune resume {cmd.resume}{_opt('on ', cmd.host)}"
     knobs = " ".join(f"{flag}={','.join(values)}" for flag, values in cmd.knobs)
     limit = f" with ttft p95 under {cmd.ttft_p95_ms:g}ms" if cmd.ttft_p95_ms is not None else ""
     budget = f" in {cmd.budget} restarts" if cmd.budget is not None else ""

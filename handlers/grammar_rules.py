@@ -151,6 +151,9 @@ def parse_tune(said: Said) -> Tune:
     [in <N> restarts] [on <host>]``; a flag's values are a range (``1..8``) or a list (``0.80,0.85``)."""
     host, args = take_host(said.args, bool_guard=True)
     lowered = [a.lower() for a in args]
+    if lowered[:1] == ["resume"]:
+        job = one_id(args[1:], "tune job to resume", "tune resume 12", ("job",))
+        return Tune(knobs=(), concurrency=0, host=host, resume=job)
     if "for" not in lowered:
         raise UserInputError(f"Say what to tune for, e.g. {TUNE_EXAMPLE}.")
     cut = lowered.index("for")

@@ -24,9 +24,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from handlers import charts, views
-from handlers.commands import Try
+from handlers.commands import Try, Tune
 from handlers.contract import Attachment, Button, Outbox, Reply
-from handlers.grammar_render import render_try
+from handlers.grammar_render import render_try, render_tune
 from services.events import EventBus
 from services.experiments import NOISY
 from services.jobs import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
@@ -225,7 +225,10 @@ class JobNotifier:
             out.append((f"job:{e.job.id}:failure", failure_reply(e, diag, detail), parent))
         elif e.state in ("failed", "interrupted", "cancelled"):
             # the tone's icon marks it (one warning sign, not two)
-            out.append((f"job:{e.job.id}:end", Reply(text=e.summary, tone=tone), parent))  # type: ignore[arg-type]
+            resume = (Button("Resume", render_tune(Tune(knobs=(), concurrency=0, resume=e.job.id))),) \
+                if e.job.kind == "tune" else ()
+            out.append((f"job:{e.job.id}:end", Reply(text=e.summary, tone=tone, buttons=resume),  # type: ignore[arg-type]
+                        parent))
         return out
 
 

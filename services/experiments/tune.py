@@ -19,6 +19,10 @@ restarts only for the ones worth it:
   a row found nothing measurably better than the best so far (the noise band of
   `services.experiments.verdicts` decides "measurably": the search does not chase differences it cannot measure).
 
+Every evaluated point is recorded as a `tune-point` step as it happens, so a tune that was cancelled or interrupted
+(a bot restart marks a running job interrupted and restores the host) can be resumed: `tune resume <job>` seeds a
+new tune with those points (no restart for them; their restarts count against the budget).
+
 `TuneSearch` (ask/tell) and `search_loop` are the whole decision path; the job (`run_tune`) and
 `benchmarks/bench_tune.py` (against the simulator's known response surface) both run them. The best point is
 the one with the most KV cache among the feasible points within noise of the fastest (as a sweep chooses).
@@ -105,6 +109,21 @@ class Point:
     @property
     def feasible(self) -> bool:
         return self.status == OK
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Point:
+        def num(key: str) -> float | None:
+            v = d.get(key)
+            return float(v) if isinstance(v, int | float) else None
+
+        def whole(key: str) -> int | None:
+            v = d.get(key)
+            return int(v) if isinstance(v, int) else None
+
+        return cls({str(k): str(v) for k, v in (d.get("changes") or {}).items()}, str(d.get("status") or FAILED),
+                   throughput=num("throughput"), ttft_p95_ms=num("ttft_p95_ms"), kv_tokens=whole("kv_tokens"),
+                   max_running=whole("max_running"), why=str(d.get("why") or ""), run_id=whole("run_id"),
+                   restarted=bool(d.get("restarted")), memory=bool(d.get("memory")))
 
     def to_json(self) -> dict[str, Any]:
         return {"changes": dict(self.changes), "label": changes_label(self.changes), "status": self.status,
@@ -411,6 +430,10 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
     noise = measure_noise(repeats, goal.concurrency)
     search = TuneSearch(knobs, goal, seed=int(params.get("seed", ctx.job.id)), budget=budget, noise=noise)
     search.seed_point(start_point)
+    known = [Point.from_json(d) for d in params.get("known") or []]
+    for point in known:  # a resumed tune: what the earlier job measured, without restarting for it again
+        if all(point.changes.get(k.flag) in k.values for k in knobs) and key_of(point.changes) not in search.points:
+            search.seed_point(point)
 
     async def gate(changes: dict[str, str]) -> str | None:
         try:
@@ -431,6 +454,8 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
         if (await ops.state()).active_state != "active":
             left_down += 1
             await exp.restore(ctx, ops, start, reason="tune: the unit was not active after a trial")
+        async with ctx.step("tune-point") as d:  # durable as it happens: `tune resume <job>` starts from these
+            d["point"] = point.to_json()
         return point
 
     async def progress(n: int, changes: dict[str, str]) -> None:
@@ -462,7 +487,8 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
               "verdict": verdict, "criterion": choice.why,
               "within_noise": [changes_label(p.changes) for p in choice.within_noise],
               "left_on": f"left on the starting configuration (revision {start.id})", "left_down": left_down,
-              "start_revision": start.id, "noise_pct": noise.sd_pct}
+              "start_revision": start.id, "noise_pct": noise.sd_pct, "resumed": len(known),
+              "resumes": params.get("resumes")}
     summary = (f"tune {goal.describe()}: best {result['best_label']} ({verdict}); {search.restarts} restarts of "
                f"{grid_size(knobs)} in the grid" if best else
                f"tune {goal.describe()}: no configuration met the goal in {search.restarts} restarts")

@@ -3,6 +3,8 @@ estimate from past runs, the job waiting for someone's confirmation. `JobRunner`
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select
 
 from services.errors import NotFound
@@ -72,6 +74,14 @@ class JobReads:
         for name, started, finished in rows:
             by_name.setdefault(name, []).append((finished - started).total_seconds())
         return {n: sorted(v)[len(v) // 2] for n, v in by_name.items()}
+
+    async def step_details(self, job_id: int, name: str) -> list[dict[str, Any]]:
+        """The details of a job's finished steps called `name`, in order (a tune's measured points)."""
+        async with self.db.sessions() as s:
+            rows = (await s.execute(select(JobStep.detail).where(JobStep.job_id == job_id, JobStep.name == name,
+                                                                JobStep.state == "ok")
+                                    .order_by(JobStep.id))).scalars().all()
+        return [dict(d or {}) for d in rows]
 
     async def pending_confirmation(self, actor_id: str, channel: str) -> JobInfo | None:
         async with self.db.sessions() as s:

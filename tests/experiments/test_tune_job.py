@@ -104,7 +104,8 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot)
 
 
 @pytest.mark.slow
-async def test_a_cancelled_tune_puts_the_starting_configuration_back(make_bot) -> None:
+async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarting_what_it_measured(
+        make_bot) -> None:
     bot = await make_bot("healthy", bench=BENCH)
     before = bot.unit_text()
     job_id = _job_id((await bot.say(TUNE)).text)
@@ -126,3 +127,18 @@ async def test_a_cancelled_tune_puts_the_starting_configuration_back(make_bot) -
         ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
                                json={"model": "x", "prompt": "hi", "max_tokens": 4})
     assert ok.status_code == 200
+    # what it measured was recorded as it happened; Resume continues from there
+    measured = [d["point"] for d in await bot.core.jobs.step_details(job_id, "tune-point")]
+    assert measured, "no trial point recorded"
+    (end,) = await bot.wait_messages(lambda d: d.key == f"job:{job_id}:end")
+    (resume,) = end.reply.buttons
+    assert resume.command == f"tune resume {job_id}"
+    reply = await bot.say(resume.command)
+    second = await bot.wait_job(_job_id(reply.text), timeout=400)
+    assert second.state == "succeeded", second.summary
+    assert second.result["resumed"] == len(measured) and second.result["resumes"] == job_id
+    again = {tuple(sorted(d["point"]["changes"].items()))
+             for d in await bot.core.jobs.step_details(second.id, "tune-point")}
+    assert not again & {tuple(sorted(p["changes"].items())) for p in measured}  # no restart for them again
+    assert second.result["restarts"] <= 6 and second.result["best"]["label"] == "steps 3 · mem 0.9"
+    assert bot.unit_text() == before

@@ -24,6 +24,8 @@ GOOD: list[tuple[str, Tune]] = [
      Tune(((STEPS, ("1", "2", "3")),), 8, 250.0)),
     ("optimize steps 3,1,2 , mem 0.9 , 0.85 for throughput at 2",
      Tune(((STEPS, ("3", "1", "2")), (MEM, ("0.9", "0.85"))), 2)),
+    ("tune resume 12", Tune((), 0, resume=12)),
+    ("tune resume job 12 on gpu-1", Tune((), 0, host="gpu-1", resume=12)),
 ]
 
 
@@ -36,6 +38,8 @@ def test_tune_forms_parse_and_round_trip(text: str, expected: Tune) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("tune steps 1..8", "Say what to tune for"),
+    ("tune resume", "Say which tune job to resume"),
+    ("tune resume x", "must be a number"),
     ("tune for throughput at 16", "Say which flags to tune"),
     ("tune 1..8 for throughput at 16", "Say which flags to tune"),
     ("tune stpes 1..8 for throughput at 16", "Did you mean 'steps'"),
