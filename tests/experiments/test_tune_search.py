@@ -154,3 +154,22 @@ def test_pareto_front_table_and_chart() -> None:
     labels = ax.get_legend_handles_labels()[1]
     assert "best: steps 3 · mem 0.88" in labels and "TTFT limit 500 ms" in labels
     assert charts.render_png(fig).startswith(b"\x89PNG")
+
+
+def test_a_trial_failure_becomes_a_point() -> None:
+    """The preflight gate's refusal costs no restart; a crash diagnosed as out of memory marks its region."""
+    from services.errors import BenchmarkError, DeployFailed
+    from services.experiments.tune import failed_point
+
+    refused = failed_point({A: "4"}, DeployFailed("preflight refused the new configuration on gpu-1: bad flag",
+                                                  result={"host_untouched": True}))
+    assert (refused.status, refused.restarted, refused.memory) == (REFUSED, False, False)
+    crash = failed_point({A: "9"}, DeployFailed("steps 9 on gpu-1: the server crashed under the ramp at C=2",
+                                                result={"diagnosis": {"cause": "cuda_oom_runtime"},
+                                                        "capacity": {"max_total_num_tokens": 120_000,
+                                                                     "max_running_requests": 6}}))
+    assert (crash.status, crash.restarted, crash.memory, crash.kv_tokens) == (FAILED, True, True, 120_000)
+    assert crash.why.endswith("(diagnosis: cuda_oom_runtime)")
+    other = failed_point({A: "5"}, BenchmarkError("the server on gpu-1 answered none of the benchmark's requests"))
+    assert (other.status, other.restarted, other.memory) == (FAILED, True, False)
+    assert Point.from_json(crash.to_json()) == crash
