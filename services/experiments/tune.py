@@ -206,8 +206,8 @@ class TuneSearch:
         self.patience = patience if patience is not None else default_patience(budget)
         self.rng = random.Random(seed)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = sampler or optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(3, min(8, budget // 4)),
-                                             multivariate=True)
+        sampler = sampler or optuna.samplers.TPESampler(seed=seed, multivariate=True,
+                                                        n_startup_trials=max(3, min(8, budget // 4)))
         self.study = optuna.create_study(direction="maximize", sampler=sampler)
         self.points: dict[tuple[tuple[str, str], ...], Point] = {}
         self.order: list[Point] = []
