@@ -58,6 +58,7 @@ async def test_tune_preview_estimates_the_time_from_the_hosts_recorded_steps(mak
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(450)  # ~1 min on a quiet machine; 2-3x that with the shared cores busy
 async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot) -> None:
     bot = await make_bot("healthy", bench=BENCH)
     before = bot.unit_text()
@@ -104,6 +105,7 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # two tunes: ~1.5 min on a quiet machine
 async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarting_what_it_measured(
         make_bot) -> None:
     bot = await make_bot("healthy", bench=BENCH)
