@@ -121,7 +121,7 @@ class PolicySettings(_Section):
     roles: dict[str, Role] = Field(default_factory=_default_roles)
     # channel id -> host names allowed from it; a channel not listed may use every host.
     channel_hosts: dict[str, list[str]] = Field(default_factory=dict)
-    confirm: list[str] = Field(default_factory=lambda: ["try", "sweep", "rollback", "kill-stale"])
+    confirm: list[str] = Field(default_factory=lambda: ["try", "sweep", "tune", "rollback", "kill-stale"])
     auto_rollback: bool = True
     kill_stale_automatically: bool = False
     restart_loop_threshold: int = Field(default=2, ge=1, le=100)

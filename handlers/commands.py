@@ -36,6 +36,7 @@ __all__ = [
     "Status",
     "Sweep",
     "Try",
+    "Tune",
     "Unschedule",
 ]
 
@@ -65,6 +66,18 @@ class Sweep(Command):
     values: tuple[str, ...]
     concurrency: tuple[int, ...] | None = None
     host: str | None = None
+
+
+@dataclass(frozen=True)
+class Tune(Command):
+    """`tune`: what it was told (its help is its handler's docstring)."""
+
+    knobs: tuple[tuple[str, tuple[str, ...]], ...]  # canonical flag -> the values to choose from
+    concurrency: int  # the goal: throughput at this concurrency
+    ttft_p95_ms: float | None = None  # the constraint, when given
+    budget: int | None = None  # restarts at most (None: the default share of the grid)
+    host: str | None = None
+    resume: int | None = None  # `tune resume <job>`: that tune's knobs and goal, its measured points kept
 
 
 @dataclass(frozen=True)

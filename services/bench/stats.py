@@ -63,9 +63,11 @@ class Dist:
     p90: float | None = None
     p99: float | None = None
     max: float | None = None
+    p95: float | None = None
 
     def to_json(self) -> dict[str, float | None]:
-        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p99": self.p99, "max": self.max}
+        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p95": self.p95, "p99": self.p99,
+                "max": self.max}
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +170,7 @@ def dist(values: list[float], scale: float = 1.0) -> Dist:
         return Dist()
     v = sorted(x * scale for x in values)
     return Dist(mean=sum(v) / len(v), p50=percentile(v, 50), p90=percentile(v, 90),
-                p99=percentile(v, 99), max=v[-1])
+                p99=percentile(v, 99), max=v[-1], p95=percentile(v, 95))
 
 
 def steady_decode_rate(records: list[RequestRecord], concurrency: int) -> float | None:

@@ -1,4 +1,4 @@
-"""The experiment pipelines behind try, sweep, bench, rollback and kill-stale jobs, and the stored
+"""The experiment pipelines behind try, sweep, tune, bench, rollback and kill-stale jobs, and the stored
 benchmark results they compare against.
 
 The names below are the package's public API: other packages import only these."""
@@ -7,6 +7,7 @@ from services.experiments.dispatch import host_recovery, job_pipeline
 from services.experiments.pipeline import Experiments
 from services.experiments.plans import BenchDefaults, ExperimentPolicy, Preview, TrialOutcome, label_for
 from services.experiments.results import LevelFigures, Results, RunSummary, pct
+from services.experiments.tune import TuneKnob, default_budget, grid_size
 from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_runs, signed_pct
 
 __all__ = [
@@ -21,7 +22,10 @@ __all__ = [
     "RunNoise",
     "RunSummary",
     "TrialOutcome",
+    "TuneKnob",
     "compare_runs",
+    "default_budget",
+    "grid_size",
     "host_recovery",
     "job_pipeline",
     "label_for",
