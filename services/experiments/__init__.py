@@ -4,8 +4,10 @@ benchmark results they compare against.
 The names below are the package's public API: other packages import only these."""
 
 from services.experiments.dispatch import host_recovery, job_pipeline
+from services.experiments.host_checks import disk_check
 from services.experiments.pipeline import Experiments
 from services.experiments.plans import BenchDefaults, ExperimentPolicy, Preview, TrialOutcome, label_for
+from services.experiments.preflight import EngineFlagCache, check_flags
 from services.experiments.results import LevelFigures, Results, RunSummary, pct
 from services.experiments.verdicts import NOISY, Comparison, RunNoise, compare_runs, signed_pct
 
@@ -13,6 +15,7 @@ __all__ = [
     "NOISY",
     "BenchDefaults",
     "Comparison",
+    "EngineFlagCache",
     "ExperimentPolicy",
     "Experiments",
     "LevelFigures",
@@ -21,7 +24,9 @@ __all__ = [
     "RunNoise",
     "RunSummary",
     "TrialOutcome",
+    "check_flags",
     "compare_runs",
+    "disk_check",
     "host_recovery",
     "job_pipeline",
     "label_for",
