@@ -7,10 +7,16 @@ Runs `services.doctor.Doctor` on the named hosts (all configured hosts by defaul
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import click
 import orjson
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"pitcrew doctor: {message}", err=True)
+    raise SystemExit(code)
 
 
 @click.command("doctor")
@@ -22,23 +28,35 @@ import orjson
 def doctor(ctx: click.Context, hosts: tuple[str, ...], as_json: bool, timeout_s: float) -> None:
     """Check each host's SSH key, unit, engine flags, sudo rule, journal, GPUs, disk and /health (read-only)."""
     from bot.app import host_specs
-    from bot.cli import fail, load, run_async
+    from bot.settings import ConfigError, load_settings
     from services.doctor import Doctor, DoctorReport
+    from services.errors import PitcrewError
     from services.hosts import HostPool
 
-    settings = load(ctx)
+    try:
+        settings = load_settings((ctx.obj or {}).get("config_file"))
+    except ConfigError as e:
+        _fail(str(e))
+        raise
     known = [h.name for h in settings.hosts]
     if not known:
-        fail("no hosts are configured (add them under `hosts` in the settings)")
+        _fail("no hosts are configured (add them under `hosts` in the settings)")
     unknown = [h for h in hosts if h not in known]
     if unknown:
-        fail(f"unknown host{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; configured: {', '.join(known)}")
+        _fail(f"unknown host{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; configured: {', '.join(known)}")
 
     async def go() -> DoctorReport:
         async with HostPool.from_specs(host_specs(settings)) as pool:
             return await Doctor(pool, timeout_s=timeout_s).run(list(hosts))
 
-    report = run_async(go())
+    try:
+        report = asyncio.run(go())
+    except PitcrewError as e:
+        _fail(str(e), 1)
+        raise
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+        raise
     if as_json:
         click.echo(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
     else:
