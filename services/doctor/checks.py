@@ -21,6 +21,7 @@ Nothing here changes a host: every command is a read, none runs through sudo.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import posixpath
 import shlex
 import time
@@ -109,15 +110,19 @@ class Doctor:
         return report
 
     async def _guard(self, check: str, work: Awaitable[list[Finding]], timeout_s: float | None = None) -> list[Finding]:
-        """A check under its deadline; one that cannot finish is ⚠ (unknown), one that raised is ⚠ with why."""
+        """A check under its deadline; one that cannot finish is ⚠ (unknown), one that raised is ⚠ with why. Each
+        finding carries the check's time."""
         limit = timeout_s or self.timeout_s
+        t0 = time.monotonic()
         try:
-            return await asyncio.wait_for(work, limit)
+            found = await asyncio.wait_for(work, limit)
         except TimeoutError:
-            return [Finding(check, "warn", f"did not answer within {limit:g} s; not checked",
-                            "run `pitcrew doctor HOST --timeout 60` when the host is less busy")]
+            found = [Finding(check, "warn", f"did not answer within {limit:g} s; not checked",
+                             "run `pitcrew doctor HOST --timeout 60` when the host is less busy")]
         except (HostError, PitcrewError, OSError) as e:
-            return [Finding(check, "warn", f"could not be checked: {e}")]
+            found = [Finding(check, "warn", f"could not be checked: {e}")]
+        took = time.monotonic() - t0
+        return [dataclasses.replace(f, seconds=took) for f in found]
 
     # -- ssh -------------------------------------------------------------------------------------
 

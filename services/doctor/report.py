@@ -25,6 +25,7 @@ class Finding:
     text: str
     fix: str | None = None
     snippet: str | None = None  # a file to install verbatim (the sudoers rule)
+    seconds: float = 0.0  # how long the check took (its commands on the host included)
 
     def lines(self) -> list[str]:
         out = [f"{MARKS[self.status]} {self.check}: {self.text}"]
@@ -36,7 +37,7 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "status": self.status, "text": self.text, "fix": self.fix,
-                "snippet": self.snippet}
+                "snippet": self.snippet, "seconds": round(self.seconds, 3)}
 
 
 @dataclass
