@@ -7,6 +7,7 @@ Boots N simulated GPU hosts (systemd 252 itself when this machine can boot it, e
              (SSH connect + key check, unit, engine `--help`, sudo -n -l, journal, nvidia-smi, disk, /health on
              every host, hosts in parallel), `--rounds` times;
 * cli      = the whole `pitcrew --config X doctor` process once (interpreter start and imports included);
+* cpu      = the CPU time of the doctor's own process in a run (SSH crypto, parsing): the rest is the hosts';
 * findings = how many ✓ / ⚠ / ✗ lines the runs printed (a good fleet is all ✓ on systemd 252).
 
     .venv/bin/python benchmarks/bench_doctor.py [--hosts 10] [--rounds 3] [--systemd auto|real|python]
@@ -79,8 +80,12 @@ async def main(n: int, rounds: int, backend: str, scale: float) -> int:
             entries = [host_entry(s.info) for s in sims]
             runs, marks = [], {"ok": 0, "warn": 0, "fail": 0}
             by_check: dict[str, list[float]] = {}
+            cpu: list[float] = []
             for r in range(rounds):
+                load1 = Path("/proc/loadavg").read_text().split()[0]
+                cpu0 = time.process_time()
                 report = await one_run(entries)
+                cpu.append(time.process_time() - cpu0)
                 runs.append(report.seconds)
                 slowest = max(report.hosts, key=lambda h: h.seconds)
                 for h in report.hosts:
@@ -88,7 +93,7 @@ async def main(n: int, rounds: int, backend: str, scale: float) -> int:
                         marks[f.status] += 1
                         by_check.setdefault(f.check, []).append(f.seconds)
                 print(f"  run {r + 1}: {report.seconds:.2f} s (slowest host {slowest.name} {slowest.seconds:.2f} s), "
-                      f"exit {report.exit_code}")
+                      f"exit {report.exit_code}, doctor's own CPU {cpu[-1]:.2f} s, load {load1}")
                 if r == 0 and not report.ok:
                     print(report.text())
             config = tmp / "pitcrew.toml"
