@@ -90,6 +90,9 @@ class Doctor:
         t0 = time.monotonic()
         report = HostReport(spec.name, f"{spec.user}@{spec.address}:{spec.port}, {spec.unit}")
         ssh = await self._guard("ssh", self._ssh(host))
+        if ssh[0].status == "warn":  # the SSH step itself did not finish: nothing else on SSH can
+            ssh = [dataclasses.replace(ssh[0], status="fail", fix=self._unreachable_fix(spec),
+                                       text=f"no answer over SSH within {self.timeout_s:g} s")]
         report.findings += ssh
         if any(f.status == "fail" for f in ssh):
             if not any(f.text.startswith("host key") for f in ssh):
@@ -136,12 +139,15 @@ class Doctor:
                             f"/etc/ssh/ssh_host_ed25519_key.pub`; from here: `ssh-keyscan -p {spec.port} "
                             f"{spec.address}`) and only then replace its line in {spec.known_hosts}")]
         except HostError as e:
-            return [Finding("ssh", "fail", str(e),
-                            f"check that sshd listens on {spec.address}:{spec.port} and that the bot's public key "
-                            f"({spec.client_key}.pub) is in ~{spec.user}/.ssh/authorized_keys ({HOSTS_DOC} §1)")]
+            return [Finding("ssh", "fail", str(e), self._unreachable_fix(spec))]
         who = res.stdout.strip() or spec.user
         return [Finding("ssh", "ok", f"{who}@{spec.address}:{spec.port} reachable; host key matches the pin "
                                      f"in {spec.known_hosts}")]
+
+    @staticmethod
+    def _unreachable_fix(spec: HostSpec) -> str:
+        return (f"check that sshd listens on {spec.address}:{spec.port} and that the bot's public key "
+                f"({spec.client_key}.pub) is in ~{spec.user}/.ssh/authorized_keys ({HOSTS_DOC} §1)")
 
     # -- the unit, its engine and its flags --------------------------------------------------
 
