@@ -200,3 +200,26 @@ async def test_a_vllm_unit_is_known_and_its_unread_help_is_a_warning_with_the_re
         others = [f for f in report.hosts[0].findings if f.check != "flags"]
         assert all(f.status == "ok" for f in others), report.text()
         assert report.exit_code == 0
+
+
+async def test_a_user_outside_systemd_journal_and_a_unit_that_is_not_there_are_crosses(tmp_path: Path) -> None:
+    async with SimHost(tmp_path / "sim", time_scale=SCALE, systemd="real") as sim:
+        await sim.wait_ready(30)
+        assert sim.real is not None
+        rc, out, err = await sim.real.ns.run(["gpasswd", "-d", "pitcrew", "systemd-journal"])
+        assert rc == 0, out + err
+        good = host_entry(sim.info)
+        missing = {**good, "name": "sim-gpu-nounit", "unit": "nope.service"}
+        report = await _doctor([good, missing])
+        assert report.exit_code == 1
+
+        journal = _by_check(report, 0)["journal"]
+        assert journal[0].status == "fail" and "cannot read the journal of sglang.service" in journal[0].text, \
+            report.text()
+        assert "usermod -aG systemd-journal pitcrew" in (journal[0].fix or "")
+
+        (unit,) = _by_check(report, 1)["unit"]
+        assert unit.status == "fail" and "nope.service is not loaded on the host (LoadState=not-found)" in unit.text, \
+            report.text()
+        assert "hosts[].unit" in (unit.fix or "")
+        assert "flags" not in _by_check(report, 1)  # no ExecStart= to check
