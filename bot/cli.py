@@ -164,6 +164,7 @@ def _register() -> None:
     """Attach the commands that live in other modules (one line each)."""
     from bot.cli_diagnose import diagnose; main.add_command(diagnose)  # noqa: E702, I001
     from bot.cli_bench import bench; main.add_command(bench)  # noqa: E702, I001
+    from bot.cli_doctor import doctor; main.add_command(doctor)  # noqa: E702, I001
     from simhost.cli import sim; main.add_command(sim)  # noqa: E702, I001
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "Confirm",
     "Deny",
     "Diff",
+    "Doctor",
     "Health",
     "Help",
     "History",
@@ -98,6 +99,13 @@ class Status(Command):
 @dataclass(frozen=True)
 class Health(Command):
     """`health`: the bot's own figures (its help is its handler's docstring)."""
+
+
+@dataclass(frozen=True)
+class Doctor(Command):
+    """`doctor`: one host, or every host (its help is its handler's docstring)."""
+
+    host: str | None = None
 
 
 @dataclass(frozen=True)
