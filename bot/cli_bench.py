@@ -3,32 +3,20 @@
 Owns the command's flags, the live progress line (rich, on stderr), the final table (or the
 JSON document with `--json`) and the mapping of bad input to one clear line and exit status 2.
 The measuring itself is `services.bench.runner.run_benchmark`, the same function the experiment
-pipeline calls.
+pipeline calls. Only click is imported at the top: the benchmark, rich and orjson are imported when
+the command runs, so `pitcrew bench --help` is quick (bot/cli.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
-from rich.console import Console
-from rich.table import Table
 
-from services.bench import (
-    BenchProgress,
-    BenchResult,
-    BenchSpec,
-    SglangMetricsProbe,
-    VllmMetricsProbe,
-    run_benchmark,
-    run_client_loop,
-)
-from services.errors import BenchmarkError
+if TYPE_CHECKING:
+    from services.bench import BenchResult
 
 
 def _levels(text: str) -> tuple[int, ...]:
@@ -56,6 +44,9 @@ _COMPACT = ("C", "req", "fail", "out tok/s", "TTFT p50/p99 ms", "tok/s/req p50")
 
 
 def render_table(result: BenchResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     out = Console()
     if not out.is_terminal:
         out = Console(width=200)
@@ -87,6 +78,13 @@ def render_table(result: BenchResult) -> None:
 
 
 async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
+    import asyncio
+    import signal
+
+    from rich.console import Console
+
+    from services.bench import BenchProgress, run_benchmark
+
     err = Console(stderr=True)
     live = err.is_terminal and not as_json
     cancel = asyncio.Event()
@@ -136,6 +134,11 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
           duration: float | None, warmup: int, input_len: int, output_len: int, prompts: str | None,
           seed: int, timeout: float, metrics: str, as_json: bool) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop, per concurrency level)."""
+    import orjson
+
+    from services.bench import BenchSpec, SglangMetricsProbe, VllmMetricsProbe, run_client_loop
+    from services.errors import BenchmarkError
+
     try:
         levels = _levels(concurrency)
     except click.BadParameter as exc:
