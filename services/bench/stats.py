@@ -86,9 +86,11 @@ class ClientHealth:
     cpu_s_per_1k_tokens: float | None = None
     loop_lag_ms_p99: float | None = None
     cpu_busy: float | None = None  # CPU seconds / wall seconds over the window
+    cpu_s: float | None = None  # the process tree's user + system CPU seconds over the window
 
     def to_json(self) -> dict[str, float | None]:
-        return {"cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens, "loop_lag_ms_p99": self.loop_lag_ms_p99}
+        return {"cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens, "loop_lag_ms_p99": self.loop_lag_ms_p99,
+                "cpu_s": self.cpu_s}
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +291,8 @@ def summarize(inp: LevelInputs) -> LevelResult:
         decode_tok_s_per_request=dist(rates),
         e2e_ms=dist([r.e2e for r in recs], 1000.0), icl_ms=dist(icls, 1000.0),
         queue_ms=dist([r.queue_s for r in recs], 1000.0), server=inp.server,
-        client=ClientHealth(cpu_s_per_1k_tokens=cpu_per_1k, loop_lag_ms_p99=lag_p99, cpu_busy=busy),
+        client=ClientHealth(cpu_s_per_1k_tokens=cpu_per_1k, loop_lag_ms_p99=lag_p99, cpu_busy=busy,
+                            cpu_s=inp.cpu_s),
         unreliable=unreliable, warnings=tuple(warnings), records=tuple(recs),
         decode_tok_s_ci95=(round(ci[0], 3), round(ci[1], 3)) if ci else None,
         decode_tok_s_samples=tuple(round(x, 3) for x in rates),

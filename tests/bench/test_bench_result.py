@@ -26,7 +26,7 @@ async def test_duration_mode_json_document_and_sglang_probe(truth) -> None:
     for key in ("ttft_ms", "tpot_ms", "decode_tok_s_per_request", "e2e_ms"):
         assert set(lv[key]) == DIST_KEYS
     assert set(lv["server"]) == {"accept_len", "accept_rate", "gen_throughput"}
-    assert set(lv["client"]) == {"cpu_s_per_1k_tokens", "loop_lag_ms_p99"}
+    assert set(lv["client"]) == {"cpu_s_per_1k_tokens", "loop_lag_ms_p99", "cpu_s"}
     assert lv["requests"] >= 6 and lv["tokens_per_chunk"] == 5.5
     assert lv["server"]["accept_len"] == 5.5 and lv["server"]["accept_rate"] is None
     assert lv["server"]["gen_throughput"] is not None and lv["server"]["gen_throughput"] > 100
