@@ -59,12 +59,19 @@ def render_table(result: BenchResult) -> None:
         cells = dict(zip(_COLUMNS, (
             str(lv.concurrency) + (" !" if lv.unreliable else ""), str(lv.requests), str(lv.failed),
             _fmt(lv.output_tok_s) + flag, _fmt(lv.request_per_s, 2), _fmt(lv.achieved_concurrency, 2),
-            _fmt(lv.steady_decode_tok_s), f"{_fmt(lv.ttft_ms.p50)} / {_fmt(lv.ttft_ms.p99)}",
+            _fmt(lv.steady_tok_s), f"{_fmt(lv.ttft_ms.p50)} / {_fmt(lv.ttft_ms.p99)}",
             _fmt(lv.tpot_ms.p50, 2), _fmt(lv.decode_tok_s_per_request.p50) + flag,
             _fmt(lv.tokens_per_chunk, 2), _fmt(lv.server.accept_len, 2),
             _fmt(lv.client.cpu_s_per_1k_tokens, 3), _fmt(lv.client.loop_lag_ms_p99, 1)), strict=True))
         table.add_row(*(cells[c] for c in columns))
     out.print(table)
+    if "steady tok/s" in columns:
+        spans = "; ".join(
+            f"C={lv.concurrency}: {lv.steady_s:.2f} s of the {lv.duration_s or 0:.2f} s window, "
+            f"+{lv.steady_span_s[0]:.2f} to +{lv.steady_span_s[1]:.2f} s" if lv.steady_s and lv.steady_span_s
+            else f"C={lv.concurrency}: never all busy" for lv in result.levels)
+        out.print("steady tok/s: output tokens per second while all C slots had a request in flight (prefill "
+                  f"included, the tail with fewer in flight left out); {spans}")
     if "N/SSE events" in columns:
         out.print("N/SSE events: output tokens per text-carrying event, the first token's event included; "
                   "not the accept length (see 'srv accept len')")

@@ -51,6 +51,40 @@ def process_tree_cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+class AllBusy:
+    """When all C slots had a measured request in flight, and the text events each request received then.
+
+    A request is in flight from just before its bytes are sent to the end of its response (any outcome). Each
+    time the C-th one starts, the in-flight requests' event counts are noted; each time one of C ends, the
+    interval is closed and every in-flight request is credited the events it received since. O(C) per request
+    start or end, nothing per event; `services.bench.stats.steady_rate` turns it into steady tok/s.
+    """
+
+    def __init__(self, concurrency: int, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._c = concurrency
+        self._clock = clock
+        self._inflight: dict[int, tuple[StreamState, list[int]]] = {}  # id -> (state, [events at entry, inside])
+        self._since: float | None = None
+        self.intervals: list[tuple[float, float]] = []
+
+    def started(self, state: StreamState) -> None:
+        self._inflight[id(state)] = (state, [state.text_events, 0])
+        if len(self._inflight) == self._c:
+            self._since = self._clock()
+            for st, acc in self._inflight.values():
+                acc[0] = st.text_events
+
+    def ended(self, state: StreamState) -> int:
+        """The request is over; returns the text events it received while all C slots were busy."""
+        if self._since is not None and len(self._inflight) == self._c:
+            self.intervals.append((self._since, self._clock()))
+            self._since = None
+            for st, acc in self._inflight.values():
+                acc[1] += st.text_events - acc[0]
+        _, acc = self._inflight.pop(id(state))
+        return acc[1]
+
+
 class LoopLag:
     """The event loop's lag: how late a sleep of `tick_s` wakes, on `time.perf_counter()` (never the loop's
     millisecond clock). `run` samples while `recording` is true, in ms; `on_tick(now)` runs after each sample."""
@@ -128,6 +162,7 @@ class LevelRun:
         self._cpu_start = 0.0
         self._cpu_s: float | None = None
         self._lag = LoopLag(lag_tick_s(plan.concurrency))
+        self._busy = AllBusy(plan.concurrency)
         self._next_progress = 0.0
         self._finished = asyncio.Event()
         self._connect_failures = 0
@@ -160,7 +195,8 @@ class LevelRun:
             warnings.append("no measured request was sent")
         return summarize(LevelInputs(
             concurrency=plan.concurrency, records=self._records, failures=self._failures,
-            cpu_s=self._cpu_s, lag_samples_ms=self._lag.samples, server=server, extra_warnings=tuple(warnings)))
+            cpu_s=self._cpu_s, lag_samples_ms=self._lag.samples,
+            busy=self._busy.intervals, server=server, extra_warnings=tuple(warnings)))
 
     # -- the closed loop -------------------------------------------------------------------------
 
@@ -251,6 +287,9 @@ class LevelRun:
     async def _request(self, conn: SlotConnection, idx: int, slot: float, *, measured: bool) -> bool:
         state = StreamState()
         request = self._endpoint.request(self._plan.path, self._plan.body(idx))
+        busy_chunks = 0
+        if measured:
+            self._busy.started(state)
         try:
             async with asyncio.timeout(self._plan.timeout_s):
                 resp = await conn.stream(request, state)
@@ -260,6 +299,9 @@ class LevelRun:
             return self._fail("connect", measured)
         except Dropped:
             return self._fail("dropped", measured)
+        finally:
+            if measured:
+                busy_chunks = self._busy.ended(state)
         self._connect_failures = 0
         if resp.status != 200:
             return self._fail(f"http_{resp.status}", measured)
@@ -277,7 +319,8 @@ class LevelRun:
         self._tokens += tokens
         self._records.append(RequestRecord(
             index=idx, t0=t0, queue_s=t0 - slot, ttft=state.first_text - t0, e2e=state.last_text - t0,
-            tokens=tokens, chunks=state.text_events, chunk_counted=counted, max_gap=state.max_gap))
+            tokens=tokens, chunks=state.text_events, chunk_counted=counted, max_gap=state.max_gap,
+            busy_chunks=busy_chunks))
         return True
 
     # -- around the loop -------------------------------------------------------------------------
