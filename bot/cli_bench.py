@@ -34,6 +34,11 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
 def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -99,7 +104,18 @@ async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, cancel.set)
 
+    estimated = False
+    err.print(spec.plan_text(), highlight=False, soft_wrap=True)
+
     async def progress(p: BenchProgress) -> None:
+        nonlocal estimated
+        if not estimated and p.e2e_s is not None:  # after the first request (a warmup unless --warmup 0)
+            estimated = True
+            line = (f"estimate: ~{_duration(spec.estimate_s(p.e2e_s))} ({p.e2e_s:.2f} s per request at "
+                    f"C={p.concurrency}; longer where the server slows down with more streams in flight)")
+            if live:
+                sys.stderr.write("\r" + " " * 90 + "\r")
+            err.print(line, highlight=False, soft_wrap=True)
         total = "" if p.total is None else f"/{p.total}"
         rate = "-" if p.tok_s is None else f"{p.tok_s:,.0f}"
         line = (f"level {p.level}/{p.levels}  C={p.concurrency}  {p.phase}  {p.done}{total} requests  "
@@ -124,7 +140,8 @@ async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
 @click.option("--api", type=click.Choice(["chat", "completions"]), default="chat", show_default=True)
 @click.option("--concurrency", "concurrency", default="1,4,16", show_default=True,
               help="Comma-separated concurrency levels.")
-@click.option("--requests", "requests", type=int, default=None, help="Measured requests per level (32).")
+@click.option("--requests", "requests", type=int, default=None,
+              help="Measured requests per level (default: 4 rounds of C, at least 32, whole rounds).")
 @click.option("--duration", "duration", type=float, default=None, help="Seconds of measuring per level.")
 @click.option("--warmup", type=int, default=2, show_default=True, help="Warmup requests per level (min).")
 @click.option("--input-len", type=int, default=256, show_default=True, help="Synthetic prompt length.")
@@ -152,8 +169,6 @@ def bench(url: str, model: str | None, api: str, concurrency: str, requests: int
         _fail(f"--concurrency: {exc.message}")
     if requests is not None and duration is not None:
         _fail("give --requests or --duration, not both")
-    if requests is None and duration is None:
-        requests = 32
     if prompts is not None and not Path(prompts).is_file():
         _fail(f"--prompts: no such file: {prompts}")
     try:

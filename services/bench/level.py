@@ -120,6 +120,7 @@ class BenchProgress:
     total: int | None  # measured requests planned; None in duration mode
     phase: str  # "warmup" | "measure"
     tok_s: float | None  # output tok/s of the measured requests so far
+    e2e_s: float | None  # mean E2E of the level's requests that have ended so far, warmups included
     level: int  # 1-based index of the level
     levels: int
 
@@ -168,6 +169,8 @@ class LevelRun:
         self._connect_failures = 0
         self._probe_begun = False
         self._tokens = 0
+        self._e2e_sum = 0.0
+        self._e2e_n = 0
         self.cancelled = False
         self.server_dead = False
 
@@ -311,6 +314,10 @@ class LevelRun:
             return self._fail("no_text" if state.done else "dropped", measured)
         if not state.done and state.completion_tokens is None:
             return self._fail("dropped", measured)
+        self._e2e_sum += state.last_text - resp.t0
+        self._e2e_n += 1
+        if self._e2e_n == 1:
+            self._next_progress = 0.0  # the first E2E of the level goes out at the next tick (the run's estimate)
         if not measured:
             return True
         t0 = resp.t0
@@ -343,7 +350,8 @@ class LevelRun:
             tok_s = self._tokens / max(time.perf_counter() - self._measure_start, 1e-9)
         return BenchProgress(concurrency=plan.concurrency, done=self._measured_done, total=plan.requests,
                              phase="warmup" if self._measure_start is None else "measure",
-                             tok_s=tok_s, level=plan.level, levels=plan.levels)
+                             tok_s=tok_s, e2e_s=self._e2e_sum / self._e2e_n if self._e2e_n else None,
+                             level=plan.level, levels=plan.levels)
 
     async def _watch_cancel(self) -> None:
         assert self._cancel is not None
