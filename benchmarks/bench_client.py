@@ -60,10 +60,11 @@ async def one_run(srv: TruthServer, c: int, n: int, output_len: int, wire: Path 
     before = children_cpu()
     if wire is None:
         res = await run_benchmark_isolated(spec, probe="sglang")
+        cpu = children_cpu() - before
     else:
         async with capture(srv.port, wire, max_s=300.0, max_packets=2_000_000, max_bytes=256 * 1024 * 1024) as cap:
             res = await run_benchmark_isolated(spec, probe="sglang")
-    cpu = children_cpu() - before
+            cpu = children_cpu() - before  # the benchmark child, ended; tcpdump is not (its CPU is not counted)
     lv = res.levels[0]
     recs = [r for r in (await srv.truth())["records"] if first <= r[6] < first + n]
     assert len(recs) == n and all(r[5] == 1.0 for r in recs), "server record does not match the run"
