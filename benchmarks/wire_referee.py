@@ -47,13 +47,17 @@ class CaptureInfo:
 
 @contextlib.asynccontextmanager
 async def capture(port: int, path: Path, *, max_s: float = 600.0, max_packets: int = 2_000_000,
-                  max_bytes: int = 512 * 1024 * 1024, interface: str = "lo") -> AsyncIterator[CaptureInfo]:
-    """Capture loopback TCP traffic of `port` into `path` while the body runs (tcpdump must be installed)."""
+                  max_bytes: int = 512 * 1024 * 1024, interface: str = "lo",
+                  buffer_kib: int = 262_144) -> AsyncIterator[CaptureInfo]:
+    """Capture loopback TCP traffic of `port` into `path` while the body runs (tcpdump must be installed).
+
+    The kernel drops packets when tcpdump falls behind (a busy machine): `dropped` says how many, and a capture
+    with drops or `truncated` must not be scored. The ring buffer is 256 MiB by default for that reason."""
     exe = shutil.which("tcpdump")
     if exe is None:
         raise RuntimeError("tcpdump is not installed (Debian: apt-get install -y tcpdump)")
     proc = await asyncio.create_subprocess_exec(
-        "timeout", "-s", "INT", str(max_s), exe, "-i", interface, "-n", "-U", "--immediate-mode", "-B", "32768",
+        "timeout", "-s", "INT", str(max_s), exe, "-i", interface, "-n", "-U", "--immediate-mode", "-B", str(buffer_kib),
         "--time-stamp-precision", "nano", "-c", str(max_packets), "-w", str(path), f"tcp port {port}",
         stderr=asyncio.subprocess.PIPE)
     assert proc.stderr is not None
