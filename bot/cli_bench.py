@@ -105,7 +105,7 @@ async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
         loop.add_signal_handler(sig, cancel.set)
 
     estimated = False
-    err.print(spec.plan_text(), highlight=False, soft_wrap=True)
+    sys.stderr.write(spec.plan_text() + "\n")  # plain writes: rich's first render blocks the loop for ms
 
     async def progress(p: BenchProgress) -> None:
         nonlocal estimated
@@ -113,9 +113,7 @@ async def _run(spec: Any, probe: Any, as_json: bool) -> BenchResult:
             estimated = True
             line = (f"estimate: ~{_duration(spec.estimate_s(p.e2e_s))} ({p.e2e_s:.2f} s per request at "
                     f"C={p.concurrency}; longer where the server slows down with more streams in flight)")
-            if live:
-                sys.stderr.write("\r" + " " * 90 + "\r")
-            err.print(line, highlight=False, soft_wrap=True)
+            sys.stderr.write(("\r" + " " * 90 + "\r" if live else "") + line + "\n")
         total = "" if p.total is None else f"/{p.total}"
         rate = "-" if p.tok_s is None else f"{p.tok_s:,.0f}"
         line = (f"level {p.level}/{p.levels}  C={p.concurrency}  {p.phase}  {p.done}{total} requests  "
