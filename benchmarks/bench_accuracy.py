@@ -74,8 +74,8 @@ async def case(tpc: float, c: int, output_len: int, rounds: int) -> None:
           f"vs srv {pct(lv.decode_tok_s_per_request.mean, cmp['dec_true']):>7}"
           f" vs nominal {pct(lv.decode_tok_s_per_request.mean, nominal.decode_tok_s):>7} | "
           f"out {f(lv.output_tok_s):>7} vs srv {pct(lv.output_tok_s, cmp['out_true']):>7} | "
-          f"steady {f(lv.steady_decode_tok_s):>7} vs {min(c, 10**9) * RATE:.0f} "
-          f"{pct(lv.steady_decode_tok_s, c * RATE):>7} | tok/chunk {f(lv.tokens_per_chunk, 3)} "
+          f"steady {f(lv.steady_tok_s):>7} vs {c * nominal.tokens / nominal.e2e_s:.0f} "
+          f"{pct(lv.steady_tok_s, c * nominal.tokens / nominal.e2e_s):>7} | tok/chunk {f(lv.tokens_per_chunk, 3)} "
           f"(truth {nominal.tokens_per_chunk:.3f}) | cpu/1k {f(lv.client.cpu_s_per_1k_tokens, 3)} "
           f"lag p99 {f(lv.client.loop_lag_ms_p99, 1)}{' UNRELIABLE' if lv.unreliable else ''}", flush=True)
 

@@ -24,6 +24,7 @@ from bot.settings import Settings
 from handlers.auth import Policy
 from handlers.job_notifier import JobNotifier
 from handlers.router import Domain, Router
+from services.doctor import Doctor
 from services.events import EventBus
 from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, host_recovery, job_pipeline
 from services.hosts import HostPool, HostSpec
@@ -120,6 +121,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
     status = FleetStatus(ops=experiments.ops, jobs=jobs, results=results, incidents=incidents)
     domain = Domain(jobs=jobs, experiments=experiments, audit=audit, results=results, revisions=revisions,
                     host_names=hosts.names(), outbox=outbox, incidents=incidents, schedules=schedules, status=status,
+                    doctor=Doctor(hosts, flags=experiments.engine_flags),
                     seen=None if db.is_sqlite else SeenKeys(db, holder=holder))  # SQLite: one process
     router = Router(domain, policy_of(settings))
     core = Core(settings=settings, db=db, bus=bus, audit=audit, store=store, outbox=outbox, wake=wake, hosts=hosts,

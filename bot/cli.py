@@ -1,12 +1,15 @@
 """The `pitcrew` command line: one click group; each command's docstring is its help line.
 
-Commands that live in their own module are registered in `_register()`; heavy imports happen
-inside command bodies so `pitcrew --help` stays fast and import time has no side effects.
+Owns the dispatch: commands that live in their own module are named in `LAZY_COMMANDS` and imported
+only when click resolves them (`LazyGroup`), and every command module imports click (and plain
+values) at the top and the rest inside its command body, so `pitcrew --help`, `pitcrew bench --help`
+and each command's start pay only for what that command runs (no SQLAlchemy, asyncssh, Slack, httpx:
+tests/architecture/test_cli_start.py; the figure is benchmarks/bench_cli_start.py's).
 """
 
 from __future__ import annotations
 
-import asyncio
+import importlib
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -19,8 +22,32 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# command name -> "module:attribute" of a command that lives in its own module
+LAZY_COMMANDS = {
+    "bench": "bot.cli_bench:bench",
+    "diagnose": "bot.cli_diagnose:diagnose",
+    "doctor": "bot.cli_doctor:doctor",
+    "sim": "simhost.cli:sim",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module when click resolves that command."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command), target
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), envvar="PITCREW_CONFIG",
               help="TOML settings file (also PITCREW_CONFIG).")
 @click.pass_context
@@ -48,6 +75,8 @@ def load(ctx: click.Context) -> Settings:
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine; expected errors become one line on stderr."""
+    import asyncio
+
     from services.errors import PitcrewError
 
     try:
@@ -158,13 +187,3 @@ def _safe_url(url: str) -> str:
         scheme, rest = url.split("://", 1)
         return f"{scheme}://…@{rest.split('@', 1)[1]}"
     return url
-
-
-def _register() -> None:
-    """Attach the commands that live in other modules (one line each)."""
-    from bot.cli_diagnose import diagnose; main.add_command(diagnose)  # noqa: E702, I001
-    from bot.cli_bench import bench; main.add_command(bench)  # noqa: E702, I001
-    from simhost.cli import sim; main.add_command(sim)  # noqa: E702, I001
-
-
-_register()

@@ -3,6 +3,7 @@
 Reads a saved `journalctl -u UNIT -o json` export (one JSON object per line; bad lines are counted and
 skipped), optional side evidence (`--extra`, one JSON object), and prints the diagnosis for people or
 as JSON. A file that cannot be read or holds no journal entries is one clear line on stderr, exit 2.
+Only click is imported at the top; the diagnosis and the journal reader when the command runs (bot/cli.py).
 """
 
 from __future__ import annotations
@@ -10,12 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import orjson
-
-from services.diagnosis import SideEvidence
-from services.diagnosis import diagnose as run_diagnosis
-from services.errors import PitcrewError
-from services.journal import ParseStats, iter_entries
 
 
 def diagnose_file(path: str, side: Any = None, *, unit: str | None = None) -> tuple[Any, Any]:
@@ -24,6 +19,9 @@ def diagnose_file(path: str, side: Any = None, *, unit: str | None = None) -> tu
     Returns (Diagnosis, ParseStats). Entries are parsed and handed to diagnosis one at a time, so memory
     does not grow with the journal. Raises OSError when the file cannot be read.
     """
+    from services.diagnosis import diagnose as run_diagnosis
+    from services.journal import ParseStats, iter_entries
+
     stats = ParseStats()
     with open(path, "rb") as fh:
         result = run_diagnosis(iter_entries(fh, stats), side, unit=unit)
@@ -43,6 +41,11 @@ def _fail(message: str) -> None:
 @click.option("--unit", default=None, help="Unit name (default: the unit most entries belong to).")
 def diagnose(file: str, extra_file: str | None, as_json: bool, unit: str | None) -> None:
     """Diagnose a saved journalctl -o json export of a unit (post-mortem)."""
+    import orjson
+
+    from services.diagnosis import SideEvidence
+    from services.errors import PitcrewError
+
     side = SideEvidence()
     if extra_file:
         try:

@@ -121,7 +121,7 @@ class PolicySettings(_Section):
     roles: dict[str, Role] = Field(default_factory=_default_roles)
     # channel id -> host names allowed from it; a channel not listed may use every host.
     channel_hosts: dict[str, list[str]] = Field(default_factory=dict)
-    confirm: list[str] = Field(default_factory=lambda: ["try", "sweep", "rollback", "kill-stale"])
+    confirm: list[str] = Field(default_factory=lambda: ["try", "sweep", "tune", "rollback", "kill-stale"])
     auto_rollback: bool = True
     kill_stale_automatically: bool = False
     restart_loop_threshold: int = Field(default=2, ge=1, le=100)
@@ -142,7 +142,8 @@ class PolicySettings(_Section):
 
 class BenchSettings(_Section):
     concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16])
-    requests_per_level: int = Field(default=32, ge=1, le=100_000)
+    # None: 4 rounds of C per level, at least 32 (services.bench.runner.default_requests)
+    requests_per_level: int | None = Field(default=None, ge=1, le=100_000)
     warmup: int = Field(default=2, ge=0, le=1000)
     input_len: int = Field(default=256, ge=1, le=1_000_000)
     output_len: int = Field(default=256, ge=1, le=1_000_000)

@@ -27,7 +27,7 @@ class Policy:
 
     roles: Mapping[str, str] = field(default_factory=lambda: {"*": "viewer"})  # fail closed
     channel_hosts: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    confirm: frozenset[str] = frozenset({"try", "sweep", "rollback", "kill-stale"})
+    confirm: frozenset[str] = frozenset({"try", "sweep", "tune", "rollback", "kill-stale"})
     commands_per_minute: int = 30
     status_ephemeral: bool = False  # `status` answers only the asker
 

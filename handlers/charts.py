@@ -1,9 +1,13 @@
-"""Charts that answer the question asked: which value of a sweep to keep, and how a host's speed moved.
+"""Charts that answer the question asked: which value of a sweep or tune to keep, and how a host's speed moved.
 
 * `sweep_figure`: top panel — median decode tok/s per request against the swept value, one line per
   concurrency, with each run's bootstrap 95 % interval as error bars, the band "within noise of the
   fastest" shaded, and the chosen value marked; integer ticks for integer flags. Bottom panel — what
   each value leaves for the batch: KV cache tokens (bars) and max running requests (line, right axis).
+* `tune_figure`: a tune's measured configurations as throughput at the goal's concurrency against TTFT p95,
+  the Pareto front (no other point is both faster and quicker to the first token) joined and each of its points
+  labelled with its configuration and KV cache tokens, the TTFT limit as a dashed line, the best point and the
+  start marked; the configurations that failed or were refused are named under the title.
 * `history_figure`: a host's benchmark runs in time order, median with its interval, labelled by
   configuration.
 * `incident_timeline_figure`: an incident from open to resolution — each restart, the automatic
@@ -193,6 +197,60 @@ def incident_timeline_figure(title: str, events: Sequence[tuple[datetime, str, d
     return fig
 
 
+def tune_figure(result: dict[str, Any]) -> Figure | None:
+    """The tune chart (see the module docstring); None when no configuration was measured."""
+    from matplotlib.figure import Figure
+
+    points = list(result.get("points") or [])
+    measured = [(i, p) for i, p in enumerate(points)
+                if _num(p.get("throughput")) is not None and _num(p.get("ttft_p95_ms")) is not None]
+    if not measured:
+        return None
+    goal = result.get("goal") or {}
+    limit = _num(goal.get("ttft_p95_ms"))
+    best = (result.get("best") or {}).get("label")
+    front = [i for i in result.get("pareto") or [] if 0 <= int(i) < len(points)]
+    fig = Figure(figsize=(8.0, 5.0), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    for status, color, label in (("ok", "#1565c0", "meets the goal"), ("violates", "#9e9e9e", "over the TTFT limit")):
+        pts = [p for _, p in measured if p.get("status") == status]
+        if pts:
+            ax.scatter([float(p["ttft_p95_ms"]) for p in pts], [float(p["throughput"]) for p in pts], color=color,
+                       s=30, label=label, zorder=3)
+    if front:
+        fx = [float(points[i]["ttft_p95_ms"]) for i in front]
+        fy = [float(points[i]["throughput"]) for i in front]
+        ax.plot(fx, fy, color="#ef6c00", linewidth=1.5, drawstyle="steps-post", label="Pareto front", zorder=2)
+        for i in front:
+            p = points[i]
+            kv = p.get("kv_tokens")
+            ax.annotate(f"{p.get('label')}\nKV {int(kv):,}" if kv else str(p.get("label")),
+                        (float(p["ttft_p95_ms"]), float(p["throughput"])), textcoords="offset points",
+                        xytext=(6, 4), fontsize="x-small")
+    start = next((p for _, p in measured if p.get("start")), None)
+    if start is not None:
+        ax.scatter([float(start["ttft_p95_ms"])], [float(start["throughput"])], marker="s", s=80,
+                   facecolors="none", edgecolors="black", label="start", zorder=4)
+    chosen = next((p for _, p in measured if p.get("label") == best), None)
+    if chosen is not None:
+        ax.scatter([float(chosen["ttft_p95_ms"])], [float(chosen["throughput"])], marker="*", s=220,
+                   color=CHOSEN_COLOR, label=f"best: {best}", zorder=5)
+    if limit is not None:
+        ax.axvline(limit, color="#c62828", linestyle="--", linewidth=1, label=f"TTFT limit {limit:g} ms")
+    failed = [str(p.get("label")) for p in points if p.get("status") in ("failed", "refused")]
+    title = f"tune: {goal.get('text', 'throughput')}"
+    if failed:
+        shown = ", ".join(failed[:6]) + (f" (+{len(failed) - 6})" if len(failed) > 6 else "")
+        title += f"\nfailed or refused: {shown}"
+    ax.set_title(title, fontsize="medium")
+    ax.set_xlabel("TTFT p95 (ms)")
+    ax.set_ylabel(f"output tok/s at C={goal.get('concurrency', '?')}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
 def render_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -206,6 +264,11 @@ def _png(fig: Figure | None) -> bytes | None:
 async def sweep_png(result: dict[str, Any]) -> bytes | None:
     """The sweep chart as PNG, drawn in a thread (never on the event loop)."""
     return await asyncio.to_thread(lambda: _png(sweep_figure(result)))
+
+
+async def tune_png(result: dict[str, Any]) -> bytes | None:
+    """The tune chart as PNG, drawn in a thread (never on the event loop)."""
+    return await asyncio.to_thread(lambda: _png(tune_figure(result)))
 
 
 async def incident_timeline_png(title: str, events: Sequence[tuple[datetime, str, dict[str, Any]]]) -> bytes | None:

@@ -1,4 +1,4 @@
-"""The commands that change or measure a host through a job: try, again, sweep, bench, rollback, kill-stale.
+"""The commands that change or measure a host through a job: try, again, sweep, tune, bench, rollback, kill-stale.
 
 Each handler checks what it can at once (the host, the flag, whether anything would change),
 submits a job to the job runner and posts the job's preview through the outbox; the long work
@@ -11,7 +11,7 @@ from typing import Any
 
 from handlers import views
 from handlers.auth import audit_actor
-from handlers.commands import Again, Bench, KillStale, Rollback, Sweep, Try
+from handlers.commands import Again, Bench, KillStale, Rollback, Sweep, Try, Tune
 from handlers.context import HandlerContext
 from handlers.contract import ChatMessage, Reply
 from handlers.grammar_render import (
@@ -21,14 +21,25 @@ from handlers.grammar_render import (
     render_rollback,
     render_sweep,
     render_try,
+    render_tune,
 )
-from handlers.grammar_rules import parse_again, parse_bench, parse_kill_stale, parse_rollback, parse_sweep, parse_try
+from handlers.grammar_rules import (
+    parse_again,
+    parse_bench,
+    parse_kill_stale,
+    parse_rollback,
+    parse_sweep,
+    parse_try,
+    parse_tune,
+)
 from handlers.spec import command
-from services.engines import parse_value, resolve_flag
+from services.engines import lookup_flag, parse_value, resolve_flag
 from services.errors import Conflict, UserInputError
-from services.experiments import label_for
+from services.experiments import TuneKnob, default_budget, grid_size, label_for
 
-__all__ = ["do_again", "do_bench", "do_kill_stale", "do_rollback", "do_sweep", "do_try"]
+__all__ = ["do_again", "do_bench", "do_kill_stale", "do_rollback", "do_sweep", "do_try", "do_tune"]
+
+TRIAL_STEPS = ("stop", "start", "ramp", "benchmark")  # what one tune trial costs, from the host's recorded steps
 
 
 async def _submit(ctx: HandlerContext, msg: ChatMessage, *, kind: str, host: str, params: dict[str, Any],
@@ -117,6 +128,96 @@ async def do_sweep(ctx: HandlerContext, msg: ChatMessage, cmd: Sweep) -> Reply:
     what = f"sweep {flag.short} over {', '.join(cmd.values)}"
     return await _submit(ctx, msg, kind="sweep", host=host, params=params, what=what,
                          notes=(f"{len(cmd.values)} trials, each a deploy and a benchmark",))
+
+
+@command(Tune, words=("tune", "optimize", "optimise"),
+         usage="tune <flag> <a>..<b> | <v1>,<v2>,...[, <flag> ...] for throughput at <C> "
+               "[with ttft p95 under <N>ms] [in <N> restarts] [on <host>] | tune resume <job>",
+         examples=("tune steps 1..8, mem 0.80,0.84,0.88,0.92 for throughput at 16 with ttft p95 under 500ms",
+                   "tune steps 2..6, max running 16,24,32 for throughput at 16 in 8 restarts", "tune resume 12"),
+         parse=parse_tune, render=render_tune, role="experimenter", confirm="tune")
+async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
+    """Search several flags at once for the best throughput at a concurrency (under a TTFT limit), in a fraction
+    of a grid's restarts; answers with the best configuration, the Pareto front and an Apply button. `tune resume
+    <job>` continues a cancelled or interrupted tune without restarting for what it measured."""
+    host = ctx.resolve_host(msg, cmd.host)
+    known: list[dict[str, Any]] = []
+    if cmd.resume is not None:
+        old = await ctx.domain.jobs.get(cmd.resume)
+        if old.kind != "tune":
+            raise UserInputError(f"job {old.id} is a {old.kind}; `tune resume` continues a tune")
+        if old.state not in ("cancelled", "interrupted", "failed"):
+            raise UserInputError(f"job {old.id} is {old.state}; only a cancelled, interrupted or failed tune can "
+                                 "be resumed")
+        host = ctx.resolve_host(msg, cmd.host or old.host)
+        if host != old.host:
+            raise UserInputError(f"job {old.id} tuned {old.host}; its measurements say nothing about {host}")
+        p = old.params
+        cmd = Tune(knobs=tuple((str(k["flag"]), tuple(str(v) for v in k["values"])) for k in p["knobs"]),
+                   concurrency=int(p["concurrency"]), ttft_p95_ms=p.get("ttft_p95_ms"), budget=p.get("budget"),
+                   host=host, resume=old.id)
+        known = [d["point"] for d in await ctx.domain.jobs.step_details(old.id, "tune-point") if "point" in d]
+    knobs = tuple(TuneKnob(flag, values) for flag, values in cmd.knobs)
+    grid = grid_size(knobs)
+    budget = min(cmd.budget or default_budget(knobs), grid)
+
+    async def host_busy() -> bool:
+        return bool(await ctx.domain.jobs.queue(host))
+
+    # the engine's parser and the host checks on the two corners of the grid (every flag at its first values,
+    # then at its last): a flag or value the engine refuses stops the tune here, before any job
+    corners = [{f: v[0] for f, v in cmd.knobs}, {f: v[-1] for f, v in cmd.knobs}]
+    checks: list[str] = []
+    for corner in corners:
+        preview = await ctx.domain.experiments.preview(host, corner, levels=(cmd.concurrency,), host_busy=host_busy)
+        if preview.refused:
+            what = "tune corner " + label_for(corner)
+            return views.preflight_reply(host, what, preview.diff, preview.checks, refused=True, dry_run=False)
+        checks.extend(c for c in preview.checks if c not in checks and not c.lstrip().startswith(("✓ forecast",
+                                                                                                   "⚠ forecast")))
+    steps = await ctx.domain.jobs.step_seconds(host, TRIAL_STEPS)
+    trial_s = sum(steps.values()) if set(steps) >= {"stop", "start", "benchmark"} else None
+    shorts = ", ".join(f"{_short(f)} {_values_text(v)}" for f, v in cmd.knobs)
+    limit = f" with TTFT p95 under {cmd.ttft_p95_ms:g} ms" if cmd.ttft_p95_ms is not None else ""
+    notes = [f"knobs: {shorts} ({grid} configurations in the grid)",
+             f"goal: the highest output throughput at C={cmd.concurrency}{limit}",
+             f"budget: at most {budget} restarts ({100.0 * budget / grid:.0f} % of the grid's {grid}); the search "
+             "stops sooner when its last restarts find nothing measurably better"]
+    if trial_s is not None:
+        notes.append(f"estimated time: up to ~{_minutes((budget + 1) * trial_s)} ({budget} trials and the restore, "
+                     f"each ~{trial_s:.0f} s from this host's recorded " +
+                     ", ".join(f"{n} {steps[n]:.0f} s" for n in TRIAL_STEPS if n in steps) + ")")
+    else:
+        notes.append("estimated time: no recorded restart and benchmark on this host yet to estimate from")
+    notes.append("the host is put back on its current configuration at the end; Apply runs the best as a try")
+    if cmd.resume is not None:
+        notes.append(f"resumes job {cmd.resume}: the {len(known)} configurations it measured are not restarted "
+                     f"again (their {sum(1 for k in known if k.get('restarted'))} restarts count against the budget)")
+    params: dict[str, Any] = {"knobs": [{"flag": f, "values": list(v)} for f, v in cmd.knobs],
+                              "concurrency": cmd.concurrency, "ttft_p95_ms": cmd.ttft_p95_ms, "budget": budget}
+    if cmd.resume is not None:
+        params.update(resumes=cmd.resume, known=known)
+    what = f"tune {shorts} for throughput at C={cmd.concurrency}{limit}"
+    reply = await _submit(ctx, msg, kind="tune", host=host, params=params, what=what, notes=tuple(notes),
+                          checks=tuple(checks))
+    return reply
+
+
+def _short(flag: str) -> str:
+    fdef = lookup_flag(flag)
+    return fdef.short if fdef else flag
+
+
+def _values_text(values: tuple[str, ...]) -> str:
+    ints = [int(v) for v in values if v.lstrip("-").isdigit()]
+    if len(ints) == len(values) and len(values) > 2 and ints == list(range(ints[0], ints[0] + len(ints))):
+        return f"{values[0]}..{values[-1]}"
+    return ",".join(values)
+
+
+def _minutes(seconds: float) -> str:
+    m = max(1, round(seconds / 60))
+    return f"{m // 60} h {m % 60} min" if m >= 60 else f"{m} min"
 
 
 @command(Bench, words=("bench", "benchmark"), usage="bench [c=1,4,16] [on <host>]",

@@ -1,21 +1,25 @@
-"""The commands that read a host: status, diff, logs; and `health`, the bot's own figures (admins)."""
+"""The commands that read a host: status, diff, logs; `doctor`, the host set-up checks, and `health`, the bot's own
+figures (both for admins)."""
 
 from __future__ import annotations
 
 import difflib
 
 from handlers import views
-from handlers.commands import Diff, Health, Logs, Status
+from handlers.commands import Diff, Doctor, Health, Logs, Status
 from handlers.context import HandlerContext
 from handlers.contract import ChatMessage, Reply
-from handlers.grammar_args import no_args
+from handlers.grammar_args import no_args, only_host
 from handlers.grammar_render import render_diff, render_logs, render_status
 from handlers.grammar_rules import parse_diff, parse_logs, parse_status
 from handlers.spec import Said, command
+from services.doctor import HOSTS_DOC
 from services.errors import NotFound
 from services.redact import redact
 
-__all__ = ["do_diff", "do_health", "do_logs", "do_status"]
+__all__ = ["do_diff", "do_doctor", "do_health", "do_logs", "do_status"]
+
+_CODE_CHARS = 2800  # a Slack section holds 3,000 characters
 
 
 @command(Status, words=("status",), usage="status [host]", examples=("status", "status gpu-1"), parse=parse_status,
@@ -50,6 +54,35 @@ async def do_health(ctx: HandlerContext, msg: ChatMessage, cmd: Health) -> Reply
     """The bot's own figures: event-loop lag, database, chat delivery, Slack calls and rate limits."""
     figures = ctx.domain.health() if ctx.domain.health is not None else "no health figures in this process"
     return Reply(text=f"Health · {figures}", ephemeral=True)
+
+
+def parse_doctor(said: Said) -> Doctor:
+    return Doctor(host=only_host(said.args, "doctor"))
+
+
+def render_doctor(cmd: Doctor) -> str:
+    return f"doctor on {cmd.host}" if cmd.host else "doctor"
+
+
+@command(Doctor, words=("doctor",), usage="doctor [host]", examples=("doctor", "doctor gpu-1"), parse=parse_doctor,
+         render=render_doctor, role="admin")
+async def do_doctor(ctx: HandlerContext, msg: ChatMessage, cmd: Doctor) -> Reply:
+    """Check each host's set-up (SSH key, unit, engine flags, sudo rule, journal, GPUs, disk, /health); read-only."""
+    names = [ctx.resolve_host(msg, cmd.host)] if cmd.host else list(ctx.domain.host_names)
+    if not names:
+        return Reply(text="No hosts are configured. Add one under `hosts` in the settings.", tone="warning")
+    if ctx.domain.doctor is None:
+        raise NotFound("the host checks are not available in this process")
+    report = await ctx.domain.doctor.run(names)
+    head, *body = report.lines()
+    shown: list[str] = []
+    for i, line in enumerate(body[:-1]):  # the last line is the link, which the text carries
+        if sum(len(s) + 1 for s in shown) + len(line) > _CODE_CHARS:
+            shown.append(f"… {len(body) - 1 - i} more lines: `pitcrew doctor` on the command line prints them all")
+            break
+        shown.append(line)
+    return Reply(text=f"{head} · what each host needs: {HOSTS_DOC}", code="\n".join(shown),
+                 tone="success" if report.ok else "warning", ephemeral=True)
 
 
 @command(Diff, words=("diff",), usage="diff [host]", examples=("diff gpu-1",), parse=parse_diff, render=render_diff,

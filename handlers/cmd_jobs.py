@@ -103,6 +103,9 @@ async def do_show(ctx: HandlerContext, msg: ChatMessage, cmd: Show) -> Reply:
     if job.summary:
         lines.append(job.summary)
     tables: list[Table] = []
+    if job.kind == "tune" and job.result.get("points"):  # the whole search first, then its runs
+        tables.append(views.tune_table(job.result))
+        lines.extend(views.tune_failures(job.result, limit=50))
     for run in await ctx.domain.results.for_job(job.id):
         prev = await ctx.domain.results.previous(run.host, run.model, before_id=run.id)
         tables.append(views.results_table(run, prev))

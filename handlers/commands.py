@@ -21,6 +21,7 @@ __all__ = [
     "Confirm",
     "Deny",
     "Diff",
+    "Doctor",
     "Health",
     "Help",
     "History",
@@ -36,6 +37,7 @@ __all__ = [
     "Status",
     "Sweep",
     "Try",
+    "Tune",
     "Unschedule",
 ]
 
@@ -68,6 +70,18 @@ class Sweep(Command):
 
 
 @dataclass(frozen=True)
+class Tune(Command):
+    """`tune`: what it was told (its help is its handler's docstring)."""
+
+    knobs: tuple[tuple[str, tuple[str, ...]], ...]  # canonical flag -> the values to choose from
+    concurrency: int  # the goal: throughput at this concurrency
+    ttft_p95_ms: float | None = None  # the constraint, when given
+    budget: int | None = None  # restarts at most (None: the default share of the grid)
+    host: str | None = None
+    resume: int | None = None  # `tune resume <job>`: that tune's knobs and goal, its measured points kept
+
+
+@dataclass(frozen=True)
 class Bench(Command):
     """`bench`: what it was told (its help is its handler's docstring)."""
 
@@ -85,6 +99,13 @@ class Status(Command):
 @dataclass(frozen=True)
 class Health(Command):
     """`health`: the bot's own figures (its help is its handler's docstring)."""
+
+
+@dataclass(frozen=True)
+class Doctor(Command):
+    """`doctor`: one host, or every host (its help is its handler's docstring)."""
+
+    host: str | None = None
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,9 @@ def _sanitize(text: str) -> str:
         if c not in _ALLOWED:
             if c == "?" and text.strip() in ("?", "help?"):
                 continue
+            hint = " For a limit say 'under', e.g. 'ttft p95 under 500ms'." if c in "<>" or "&lt;" in text else ""
             raise UserInputError(f"That command contains {_describe_char(c)}. pitcrew never accepts shell "
-                                 "characters, quotes, line breaks or NUL bytes in a command.")
+                                 f"characters, quotes, line breaks or NUL bytes in a command.{hint}")
     if len(text) > MAX_LEN:
         raise UserInputError(f"That command is too long (at most {MAX_LEN} characters).")
     return text

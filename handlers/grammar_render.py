@@ -29,6 +29,7 @@ from handlers.commands import (
     Status,
     Sweep,
     Try,
+    Tune,
     Unschedule,
 )
 
@@ -36,7 +37,7 @@ __all__ = [
     "render_ack", "render_again", "render_bench", "render_cancel", "render_compare", "render_confirm",
     "render_deny", "render_diff", "render_help", "render_history", "render_kill_stale", "render_logs",
     "render_mute", "render_queue", "render_rollback", "render_schedule", "render_schedules", "render_show",
-    "render_status", "render_sweep", "render_try", "render_unschedule",
+    "render_status", "render_sweep", "render_try", "render_tune", "render_unschedule",
 ]
 
 
@@ -56,6 +57,15 @@ def render_try(cmd: Try) -> str:
 
 def render_sweep(cmd: Sweep) -> str:
     return f"sweep {cmd.flag}={','.join(cmd.values)}{_levels_text(cmd.concurrency)}{_opt('on ', cmd.host)}"
+
+
+def render_tune(cmd: Tune) -> str:
+    if cmd.resume is not None:
+        return f"tune resume {cmd.resume}{_opt('on ', cmd.host)}"
+    knobs = " ".join(f"{flag}={','.join(values)}" for flag, values in cmd.knobs)
+    limit = f" with ttft p95 under {cmd.ttft_p95_ms:g}ms" if cmd.ttft_p95_ms is not None else ""
+    budget = f" in {cmd.budget} restarts" if cmd.budget is not None else ""
+    return f"tune {knobs} for throughput at {cmd.concurrency}{limit}{budget}{_opt('on ', cmd.host)}"
 
 
 def render_bench(cmd: Bench) -> str:

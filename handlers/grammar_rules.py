@@ -35,10 +35,12 @@ from handlers.commands import (
     Status,
     Sweep,
     Try,
+    Tune,
     Unschedule,
 )
 from handlers.grammar_args import (
     FILLERS,
+    MAX_CONCURRENCY,
     MAX_SWEEP_VALUES,
     NUM,
     changes,
@@ -78,7 +80,7 @@ def parse_try(said: Said) -> Try:
     return Try(changes=wanted, host=host, concurrency=levels, dry_run=dry_run)
 
 
-def _expand(fdef: FlagDef, spec: str) -> list[str]:
+def _expand(fdef: FlagDef, spec: str, limit: int = MAX_SWEEP_VALUES, too_many: str = "A sweep tries") -> list[str]:
     values: list[str] = []
     for part in (p for p in spec.split(",") if p):
         if ".." in part:
@@ -88,14 +90,14 @@ def _expand(fdef: FlagDef, spec: str) -> list[str]:
                 raise UserInputError("A range like 1..5 works for whole-number flags only; "
                                      "list the values instead, e.g. 0.8,0.85,0.9.")
             lo, hi = int(lo_s), int(hi_s)
-            if abs(hi - lo) + 1 > MAX_SWEEP_VALUES:
-                raise UserInputError(f"A sweep tries at most {MAX_SWEEP_VALUES} values.")
+            if abs(hi - lo) + 1 > limit:
+                raise UserInputError(f"{too_many} at most {limit} values.")
             step = 1 if hi >= lo else -1
             values.extend(str(v) for v in range(lo, hi + step, step))
         else:
             values.append(part)
-        if len(values) > MAX_SWEEP_VALUES:
-            raise UserInputError(f"A sweep tries at most {MAX_SWEEP_VALUES} values.")
+        if len(values) > limit:
+            raise UserInputError(f"{too_many} at most {limit} values.")
     return values
 
 
@@ -132,6 +134,105 @@ def parse_sweep(said: Said) -> Sweep:
     if len(values) < 2:
         raise UserInputError("A sweep needs at least two values; use 'try' for one.")
     return Sweep(flag=fdef.name, values=tuple(values), concurrency=levels, host=host)
+
+
+MAX_TUNE_KNOBS = 4
+MAX_TUNE_VALUES = 64  # per knob
+MAX_TUNE_GRID = 4096
+TUNE_EXAMPLE = "'tune steps 1..8, mem 0.80,0.85,0.90 for throughput at 16 with ttft p95 under 500ms'"
+_GOAL_RE = re.compile(r"throughput\s+at\s+(?:c\s*=\s*)?([0-9]{1,4})")
+_TTFT_RE = re.compile(r"(?:with\s+|and\s+|,\s*)?ttft\s*(?:p95\s*)?(?:under|below|at\s+most|max)\s*"
+                      r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s)?(?![a-z0-9])")
+_BUDGET_RE = re.compile(r"(?:in|within|budget)\s+([0-9]{1,4})(?:\s+restarts?)?")
+
+
+def parse_tune(said: Said) -> Tune:
+    """``tune <flag> <values>[, <flag> <values> ...] for throughput at <C> [with ttft p95 under <N>ms]
+    [in <N> restarts] [on <host>]``; a flag's values are a range (``1..8``) or a list (``0.80,0.85``)."""
+    host, args = take_host(said.args, bool_guard=True)
+    lowered = [a.lower() for a in args]
+    if lowered[:1] == ["resume"]:
+        job = one_id(args[1:], "tune job to resume", "tune resume 12", ("job",))
+        return Tune(knobs=(), concurrency=0, host=host, resume=job)
+    if "for" not in lowered:
+        raise UserInputError(f"Say what to tune for, e.g. {TUNE_EXAMPLE}.")
+    cut = lowered.index("for")
+    knobs = _tune_knobs(args[:cut])
+    goal = " ".join(lowered[cut + 1:])
+    m = _GOAL_RE.match(goal)
+    if m is None:
+        raise UserInputError(f"The goal is the throughput at one concurrency, e.g. 'for throughput at 16' "
+                             f"(optionally 'with ttft p95 under 500ms'); I read '{goal[:60]}'.")
+    concurrency = int_arg(m.group(1), "the goal's concurrency", 1, MAX_CONCURRENCY)
+    rest = goal[m.end():].strip()
+    limit: float | None = None
+    budget: int | None = None
+    if (t := _TTFT_RE.match(rest)) is not None:
+        limit = float(t.group(1)) * (1000.0 if t.group(2) == "s" else 1.0)
+        if not 0 < limit <= 600_000:
+            raise UserInputError("The TTFT limit must be between 1 ms and 10 minutes.")
+        rest = rest[t.end():].strip()
+    elif "ttft" in rest:
+        raise UserInputError("Say the TTFT limit as 'with ttft p95 under 500ms'.")
+    if (b := _BUDGET_RE.match(rest)) is not None:
+        budget = int_arg(b.group(1), "the restart budget", 1, MAX_TUNE_GRID)
+        rest = rest[b.end():].strip()
+    if rest:
+        raise UserInputError(f"I did not understand '{rest[:60]}' in the goal; e.g. {TUNE_EXAMPLE}.")
+    return Tune(knobs=knobs, concurrency=concurrency, ttft_p95_ms=limit, budget=budget, host=host)
+
+
+def _tune_knobs(args: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    words = join_phrases([w for a in args for w in a.replace(",", ", ").split()
+                          if w.lower() not in ("over", "values", "from")])
+    specs: list[tuple[FlagDef, list[str]]] = []
+    for w in words:
+        word = w.rstrip(",")
+        if not word:
+            continue
+        key, eq, value = word.partition("=")
+        if eq:
+            specs.append((resolve_flag(key), [value] if value else []))
+        elif is_flag_word(word):
+            specs.append((resolve_flag(word), []))
+        elif not specs:
+            if not re.fullmatch(r"[0-9.,+-]+", word):
+                resolve_flag(word)  # "did you mean" for a misspelt flag
+            raise UserInputError(f"Say which flags to tune, e.g. {TUNE_EXAMPLE}.")
+        elif word.lower() == "to" and specs[-1][1]:
+            specs[-1][1][-1] += ".."
+        elif specs[-1][1] and specs[-1][1][-1].endswith(".."):
+            specs[-1][1][-1] += word
+        else:
+            specs[-1][1].append(word)
+    if not specs:
+        raise UserInputError(f"Say which flags to tune, e.g. {TUNE_EXAMPLE}.")
+    if len(specs) > MAX_TUNE_KNOBS:
+        raise UserInputError(f"A tune searches at most {MAX_TUNE_KNOBS} flags at once.")
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for fdef, parts in specs:
+        if fdef.name in (f for f, _ in out):
+            raise UserInputError(f"{fdef.short} is named twice; give all its values once, e.g. 'steps 1..8'.")
+        out.append((fdef.name, _tune_values(fdef, parts)))
+    grid = 1
+    for _, values in out:
+        grid *= len(values)
+    if grid > MAX_TUNE_GRID:
+        raise UserInputError(f"That grid has {grid:,} configurations; a tune searches at most {MAX_TUNE_GRID:,}.")
+    return tuple(out)
+
+
+def _tune_values(fdef: FlagDef, parts: list[str]) -> tuple[str, ...]:
+    if not parts:
+        raise UserInputError(f"Give the values of {fdef.short} to choose from, e.g. '{fdef.short} 1..8'.")
+    values: list[str] = []
+    for raw in _expand(fdef, ",".join(parts), MAX_TUNE_VALUES, "A tune chooses from"):
+        v = parse_value(fdef, raw)
+        if v not in values:
+            values.append(v)
+    if len(values) < 2:
+        raise UserInputError(f"Give {fdef.short} at least two values to choose from (or set it with 'try').")
+    return tuple(values)
 
 
 def parse_bench(said: Said) -> Bench:

@@ -24,7 +24,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from handlers import charts, views
+from handlers.commands import Try, Tune
 from handlers.contract import Attachment, Button, Outbox, Reply
+from handlers.grammar_render import render_try, render_tune
 from services.events import EventBus
 from services.experiments import NOISY
 from services.jobs import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
@@ -216,12 +218,17 @@ class JobNotifier:
         detail = e.detail or {}
         if e.job.kind == "sweep" and detail.get("rows"):
             out.append((f"job:{e.job.id}:sweep", await _sweep_summary(e, detail), parent))
+        if e.job.kind == "tune" and detail.get("points"):
+            out.append((f"job:{e.job.id}:tune", await _tune_summary(e, detail), parent))
         diag = detail.get("diagnosis")
         if e.state == "failed" and diag:
             out.append((f"job:{e.job.id}:failure", failure_reply(e, diag, detail), parent))
         elif e.state in ("failed", "interrupted", "cancelled"):
             # the tone's icon marks it (one warning sign, not two)
-            out.append((f"job:{e.job.id}:end", Reply(text=e.summary, tone=tone), parent))  # type: ignore[arg-type]
+            resume = (Button("Resume", render_tune(Tune(knobs=(), concurrency=0, resume=e.job.id))),) \
+                if e.job.kind == "tune" else ()
+            out.append((f"job:{e.job.id}:end", Reply(text=e.summary, tone=tone, buttons=resume),  # type: ignore[arg-type]
+                        parent))
         return out
 
 
@@ -231,6 +238,27 @@ async def _sweep_summary(e: JobFinished, result: dict[str, Any]) -> Reply:
     png = await charts.sweep_png(result)
     files = (Attachment(f"sweep-job{e.job.id}.png", png, "sweep chart", "image/png"),) if png else ()
     return Reply(text=text, tables=(views.sweep_table(result),), attachments=files, tone="success")
+
+
+async def _tune_summary(e: JobFinished, result: dict[str, Any]) -> Reply:
+    goal = (result.get("goal") or {}).get("text", "")
+    best = result.get("best")
+    grid, restarts = result.get("grid") or 0, result.get("restarts") or 0
+    lines = [f"Tune for {goal}: best *{best.get('label')}* — {result.get('verdict')}." if best else
+             f"Tune for {goal}: no configuration met the goal."]
+    if result.get("criterion") and best:
+        lines.append(f"{result.get('criterion')}.")
+    lines.append(f"{restarts} restarts of a {grid}-configuration grid ({100.0 * restarts / max(grid, 1):.0f} %); "
+                 f"stopped: {result.get('stopped')}. Host {result.get('left_on')}.")
+    lines.extend(views.tune_failures(result))
+    png = await charts.tune_png(result)
+    files = (Attachment(f"tune-job{e.job.id}.png", png, "Pareto front", "image/png"),) if png else ()
+    buttons: tuple[Button, ...] = ()
+    if best:
+        apply = render_try(Try(changes=tuple((best.get("changes") or {}).items()), host=e.job.host))
+        buttons = (Button("Apply", apply, "primary"),)
+    return Reply(text="\n".join(lines), tables=(views.tune_table(result),), attachments=files, buttons=buttons,
+                 tone="success" if best else "warning")
 
 
 def failure_reply(e: JobFinished, diag: dict[str, Any], detail: dict[str, Any]) -> Reply:

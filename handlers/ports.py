@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from handlers.contract import Outbox
+from services.doctor import DoctorReport
 from services.experiments import Preview, RunSummary
 from services.incidents import IncidentInfo
 from services.status import HostStatus
@@ -20,6 +21,7 @@ from services.units import Revision, UnitOps
 
 __all__ = [
     "AuditPort",
+    "DoctorPort",
     "Domain",
     "ExperimentsPort",
     "IncidentsPort",
@@ -65,6 +67,8 @@ class JobsPort(Protocol):
     async def get(self, job_id: int) -> JobView: ...
     async def position(self, job_id: int) -> int: ...
     async def eta_s(self, host: str, kind: str, position: int) -> float | None: ...
+    async def step_seconds(self, host: str, names: tuple[str, ...], limit: int = 200) -> dict[str, float]: ...
+    async def step_details(self, job_id: int, name: str) -> list[dict[str, Any]]: ...
     async def pending_confirmation(self, actor_id: str, channel: str) -> JobView | None: ...
     async def confirm(self, job_id: int, actor: AuditActor) -> JobView: ...
     async def cancel(self, job_id: int, actor: AuditActor, *, may_cancel_others: bool) -> str: ...
@@ -112,6 +116,10 @@ class StatusPort(Protocol):
     async def hosts(self, names: list[str]) -> list[HostStatus]: ...
 
 
+class DoctorPort(Protocol):
+    async def run(self, names: Sequence[str] | None = None) -> DoctorReport: ...
+
+
 @dataclass
 class Domain:
     """The services the command handlers use, built by the composition root."""
@@ -126,5 +134,6 @@ class Domain:
     incidents: IncidentsPort | None = None
     schedules: SchedulesPort | None = None
     status: StatusPort | None = None
+    doctor: DoctorPort | None = None  # the read-only host checks (`doctor`)
     health: Callable[[], str] | None = None  # the bot's own health figures as one line, if served
     seen: SeenKeys | None = None  # the per-user rate limit shared by every bot process (PostgreSQL)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from handlers.auth import ROLES
-from handlers.cmd_experiments import do_again, do_bench, do_kill_stale, do_rollback, do_sweep, do_try
+from handlers.cmd_experiments import do_again, do_bench, do_kill_stale, do_rollback, do_sweep, do_try, do_tune
 from handlers.cmd_help import do_help
-from handlers.cmd_hosts import do_diff, do_health, do_logs, do_status
+from handlers.cmd_hosts import do_diff, do_doctor, do_health, do_logs, do_status
 from handlers.cmd_incidents import do_ack, do_mute
 from handlers.cmd_jobs import do_cancel, do_compare, do_confirm, do_deny, do_history, do_queue, do_show
 from handlers.cmd_schedules import do_schedule, do_schedules, do_unschedule
@@ -22,8 +22,9 @@ from handlers.spec import CommandSpec
 __all__ = ["BY_TYPE", "BY_WORD", "COMMANDS", "check", "spec_of"]
 
 COMMANDS: tuple[CommandSpec[Any], ...] = (
-    do_try, do_sweep, do_bench, do_status, do_health, do_queue, do_cancel, do_rollback, do_show, do_compare, do_history,
-    do_diff, do_logs, do_kill_stale, do_ack, do_mute, do_again, do_schedule, do_schedules, do_unschedule,
+    do_try, do_sweep, do_tune, do_bench, do_status, do_health, do_doctor, do_queue, do_cancel, do_rollback, do_show,
+    do_compare,
+    do_history, do_diff, do_logs, do_kill_stale, do_ack, do_mute, do_again, do_schedule, do_schedules, do_unschedule,
     do_confirm, do_deny, do_help,
 )
 

@@ -116,6 +116,42 @@ def sweep_table(result: dict[str, Any]) -> Table:
     return Table(columns=cols, rows=tuple(rows), title=f"sweep of {result.get('short')}")
 
 
+TUNE_STATUS = {"ok": "meets the goal", "violates": "over the TTFT limit", "refused": "refused before a restart",
+               "failed": "failed"}
+
+
+def tune_table(result: dict[str, Any], max_rows: int = 40) -> Table:
+    """Every configuration a tune evaluated, in order: status, throughput and TTFT p95 at the goal's concurrency,
+    capacity; the best marked ✓, the Pareto front ◆, failures ✗."""
+    goal = result.get("goal") or {}
+    c = goal.get("concurrency", "?")
+    points = list(result.get("points") or [])
+    front = set(result.get("pareto") or [])
+    best = (result.get("best") or {}).get("label")
+    rows = []
+    for i, p in enumerate(points[:max_rows]):
+        mark = " ✓" if p.get("label") == best else " ◆" if i in front else " ✗" if p.get("status") == "failed" else ""
+        note = TUNE_STATUS.get(str(p.get("status")), str(p.get("status")))
+        if p.get("start"):
+            note += " (start)"
+        rows.append((f"{p.get('label')}{mark}", fmt_num(p.get("throughput")), fmt_num(p.get("ttft_p95_ms")),
+                     fmt_num(p.get("kv_tokens")), str(p.get("max_running") or "—"), note))
+    title = f"tune: {len(points)} configurations, {result.get('restarts')} restarts"
+    if len(points) > max_rows:
+        title += f" (first {max_rows} shown)"
+    return Table(columns=("configuration", f"C={c} tok/s", "TTFT p95 ms", "KV tokens", "max running", ""),
+                 rows=tuple(rows), title=title)
+
+
+def tune_failures(result: dict[str, Any], limit: int = 8) -> list[str]:
+    """One line per configuration that failed or was refused, with why."""
+    bad = [p for p in result.get("points") or [] if p.get("status") in ("failed", "refused")]
+    lines = [f"✗ {p.get('label')}: {str(p.get('why') or p.get('status'))[:240]}" for p in bad[:limit]]
+    if len(bad) > limit:
+        lines.append(f"… and {len(bad) - limit} more (`show` the job for all)")
+    return lines
+
+
 def preview_reply(job_id: int, host: str, what: str, diff: Sequence[str], notes: Sequence[str], position: int,
                   eta_s: float | None, needs_confirmation: bool, checks: Sequence[str] = (),
                   check_only: str | None = None) -> Reply:

@@ -7,13 +7,17 @@ starts with no unmeasured request on the server; then the measured requests, tak
 slot is free, and nothing after the last one (no padding), so the window, from the first measured
 request sent to the last one's end, holds only measured requests and every figure computed from
 them is what the server did in it. Also per-request deadlines and failure classes; the event-loop
-lag ticker; the process CPU over the measurement window; the server probe around the same window;
-cancellation and the dead-server stop.
+lag ticker; the CPU of the process tree over the measurement window (`process_tree_cpu_s`); the server
+probe around the same window; cancellation and the dead-server stop.
+
+Every time here is `time.perf_counter()` (sub-microsecond): the loop's own `loop.time()` is uvloop's
+libuv clock, whole milliseconds, which made lag samples multiples of 1 ms (a p99 of 1.0000000002).
 """
 
 from __future__ import annotations
 
 import asyncio
+import resource
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,6 +39,78 @@ def lag_tick_s(concurrency: int) -> float:
     return min(max(0.16 / concurrency, LAG_TICK_S), LAG_TICK_MAX_S)
 
 
+def process_tree_cpu_s() -> float:
+    """User + system CPU seconds of this process (every thread) and of its children that have ended.
+
+    What an observer reading `/proc/<pid>/stat` sees (utime + stime + cutime + cstime), from the kernel's own
+    accounting at sub-tick resolution (`/proc` rounds to clock ticks). `time.process_time()`, used before,
+    left out the children. Two syscalls; read at the window's edges only.
+    """
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class AllBusy:
+    """When all C slots had a measured request in flight, and the text events each request received then.
+
+    A request is in flight from just before its bytes are sent to the end of its response (any outcome). Each
+    time the C-th one starts, the in-flight requests' event counts are noted; each time one of C ends, the
+    interval is closed and every in-flight request is credited the events it received since. O(C) per request
+    start or end, nothing per event; `services.bench.stats.steady_rate` turns it into steady tok/s.
+    """
+
+    def __init__(self, concurrency: int, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._c = concurrency
+        self._clock = clock
+        self._inflight: dict[int, tuple[StreamState, list[int]]] = {}  # id -> (state, [events at entry, inside])
+        self._since: float | None = None
+        self.intervals: list[tuple[float, float]] = []
+
+    def started(self, state: StreamState) -> None:
+        self._inflight[id(state)] = (state, [state.text_events, 0])
+        if len(self._inflight) == self._c:
+            self._since = self._clock()
+            for st, acc in self._inflight.values():
+                acc[0] = st.text_events
+
+    def ended(self, state: StreamState) -> int:
+        """The request is over; returns the text events it received while all C slots were busy."""
+        if self._since is not None and len(self._inflight) == self._c:
+            self.intervals.append((self._since, self._clock()))
+            self._since = None
+            for st, acc in self._inflight.values():
+                acc[1] += st.text_events - acc[0]
+        _, acc = self._inflight.pop(id(state))
+        return acc[1]
+
+
+class LoopLag:
+    """The event loop's lag: how late a sleep of `tick_s` wakes, on `time.perf_counter()` (never the loop's
+    millisecond clock). `run` samples while `recording` is true, in ms; `on_tick(now)` runs after each sample."""
+
+    def __init__(self, tick_s: float) -> None:
+        self.tick_s = tick_s
+        self.samples: list[float] = []
+        self.recording = False
+
+    def start_recording(self) -> None:
+        self.samples.clear()
+        self.recording = True
+
+    async def run(self, on_tick: Callable[[float], Awaitable[None]] | None = None) -> None:
+        clock = time.perf_counter
+        expected = clock() + self.tick_s
+        while True:
+            await asyncio.sleep(max(expected - clock(), 0.0))
+            now = clock()
+            if self.recording:
+                self.samples.append(max(now - expected, 0.0) * 1000.0)
+            expected = now + self.tick_s
+            if on_tick is not None:
+                await on_tick(now)
+
+
 @dataclass(frozen=True, slots=True)
 class BenchProgress:
     """A live view of the running level."""
@@ -44,6 +120,7 @@ class BenchProgress:
     total: int | None  # measured requests planned; None in duration mode
     phase: str  # "warmup" | "measure"
     tok_s: float | None  # output tok/s of the measured requests so far
+    e2e_s: float | None  # mean E2E of the level's requests that have ended so far, warmups included
     level: int  # 1-based index of the level
     levels: int
 
@@ -85,11 +162,15 @@ class LevelRun:
         self._deadline_passed = False
         self._cpu_start = 0.0
         self._cpu_s: float | None = None
-        self._lag: list[float] = []
+        self._lag = LoopLag(lag_tick_s(plan.concurrency))
+        self._busy = AllBusy(plan.concurrency)
+        self._next_progress = 0.0
         self._finished = asyncio.Event()
         self._connect_failures = 0
         self._probe_begun = False
         self._tokens = 0
+        self._e2e_sum = 0.0
+        self._e2e_n = 0
         self.cancelled = False
         self.server_dead = False
 
@@ -101,7 +182,7 @@ class LevelRun:
         try:
             await self._finished.wait()
             if self._cpu_s is None and self._measure_start is not None:
-                self._cpu_s = time.process_time() - self._cpu_start
+                self._cpu_s = process_tree_cpu_s() - self._cpu_start
         finally:
             for t in (*workers, ticker, *([watcher] if watcher else [])):
                 t.cancel()
@@ -117,7 +198,8 @@ class LevelRun:
             warnings.append("no measured request was sent")
         return summarize(LevelInputs(
             concurrency=plan.concurrency, records=self._records, failures=self._failures,
-            cpu_s=self._cpu_s, lag_samples_ms=self._lag, server=server, extra_warnings=tuple(warnings)))
+            cpu_s=self._cpu_s, lag_samples_ms=self._lag.samples,
+            busy=self._busy.intervals, server=server, extra_warnings=tuple(warnings)))
 
     # -- the closed loop -------------------------------------------------------------------------
 
@@ -178,8 +260,8 @@ class LevelRun:
 
     def _start_measuring(self) -> None:
         self._measure_start = time.perf_counter()
-        self._cpu_start = time.process_time()
-        self._lag.clear()
+        self._cpu_start = process_tree_cpu_s()
+        self._lag.start_recording()
         if self._plan.duration_s is not None:
             asyncio.get_running_loop().call_later(self._plan.duration_s, self._deadline)
 
@@ -192,7 +274,7 @@ class LevelRun:
         done = (self._measured_done >= plan.requests if plan.requests is not None
                 else self._deadline_passed and self._measured_inflight == 0)
         if done and not self._finished.is_set():
-            self._cpu_s = time.process_time() - self._cpu_start
+            self._cpu_s = process_tree_cpu_s() - self._cpu_start
             self._finished.set()
 
     def _fail(self, kind: str, measured: bool) -> bool:
@@ -208,6 +290,9 @@ class LevelRun:
     async def _request(self, conn: SlotConnection, idx: int, slot: float, *, measured: bool) -> bool:
         state = StreamState()
         request = self._endpoint.request(self._plan.path, self._plan.body(idx))
+        busy_chunks = 0
+        if measured:
+            self._busy.started(state)
         try:
             async with asyncio.timeout(self._plan.timeout_s):
                 resp = await conn.stream(request, state)
@@ -217,6 +302,9 @@ class LevelRun:
             return self._fail("connect", measured)
         except Dropped:
             return self._fail("dropped", measured)
+        finally:
+            if measured:
+                busy_chunks = self._busy.ended(state)
         self._connect_failures = 0
         if resp.status != 200:
             return self._fail(f"http_{resp.status}", measured)
@@ -226,6 +314,10 @@ class LevelRun:
             return self._fail("no_text" if state.done else "dropped", measured)
         if not state.done and state.completion_tokens is None:
             return self._fail("dropped", measured)
+        self._e2e_sum += state.last_text - resp.t0
+        self._e2e_n += 1
+        if self._e2e_n == 1:
+            self._next_progress = 0.0  # the first E2E of the level goes out at the next tick (the run's estimate)
         if not measured:
             return True
         t0 = resp.t0
@@ -234,27 +326,22 @@ class LevelRun:
         self._tokens += tokens
         self._records.append(RequestRecord(
             index=idx, t0=t0, queue_s=t0 - slot, ttft=state.first_text - t0, e2e=state.last_text - t0,
-            tokens=tokens, chunks=state.text_events, chunk_counted=counted, max_gap=state.max_gap))
+            tokens=tokens, chunks=state.text_events, chunk_counted=counted, max_gap=state.max_gap,
+            busy_chunks=busy_chunks))
         return True
 
     # -- around the loop -------------------------------------------------------------------------
 
     async def _ticker(self) -> None:
-        """Sample the event loop's lag; few slots mean few events, so it wakes less often there
-        (at C=1 a 10 ms ticker was a third of the client's CPU)."""
-        loop = asyncio.get_running_loop()
-        tick = lag_tick_s(self._plan.concurrency)
-        next_progress = loop.time() + PROGRESS_EVERY_S
-        expected = loop.time() + tick
-        while True:
-            await asyncio.sleep(max(expected - loop.time(), 0.0))
-            now = loop.time()
-            if self._measure_start is not None:
-                self._lag.append(max(now - expected, 0.0) * 1000.0)
-            expected = now + tick
-            if self._progress is not None and now >= next_progress:
-                next_progress = now + PROGRESS_EVERY_S
-                await self._progress(self.snapshot())
+        """Sample the event loop's lag and send progress; few slots mean few events, so it wakes less often
+        there (at C=1 a 10 ms ticker was a third of the client's CPU)."""
+        self._next_progress = time.perf_counter() + PROGRESS_EVERY_S
+        await self._lag.run(self._tick)
+
+    async def _tick(self, now: float) -> None:
+        if self._progress is not None and now >= self._next_progress:
+            self._next_progress = now + PROGRESS_EVERY_S
+            await self._progress(self.snapshot())
 
     def snapshot(self) -> BenchProgress:
         plan = self._plan
@@ -263,7 +350,8 @@ class LevelRun:
             tok_s = self._tokens / max(time.perf_counter() - self._measure_start, 1e-9)
         return BenchProgress(concurrency=plan.concurrency, done=self._measured_done, total=plan.requests,
                              phase="warmup" if self._measure_start is None else "measure",
-                             tok_s=tok_s, level=plan.level, levels=plan.levels)
+                             tok_s=tok_s, e2e_s=self._e2e_sum / self._e2e_n if self._e2e_n else None,
+                             level=plan.level, levels=plan.levels)
 
     async def _watch_cancel(self) -> None:
         assert self._cancel is not None

@@ -1,6 +1,7 @@
 """The benchmark of an OpenAI-compatible streaming server: what to run and `run_benchmark`.
 
-Owns `BenchSpec` (validated parameters), the run across concurrency levels (one keep-alive
+Owns `BenchSpec` (validated parameters, the default request count per level and the plan's length in
+rounds), the run across concurrency levels (one keep-alive
 connection per slot, `services.bench.conn`), the server check before the run and the result.
 Definitions live in `services.bench.stats`, the
 per-level closed loop in `services.bench.level`, SSE parsing in `services.bench.sse`, server-side
@@ -31,6 +32,15 @@ __all__ = [
 ]
 
 CHECK_TIMEOUT_S = 10.0
+DEFAULT_MIN_REQUESTS = 32
+DEFAULT_ROUNDS = 4  # by default every level measures at least this many rounds of C requests
+
+
+def default_requests(concurrency: int) -> int:
+    """Measured requests of a level when no count is given: at least 4 rounds of C (so every slot is busy four
+    times over and the level fills) and at least 32, rounded up to whole rounds."""
+    n = max(DEFAULT_MIN_REQUESTS, DEFAULT_ROUNDS * concurrency)
+    return -(-n // concurrency) * concurrency
 
 
 @dataclass(frozen=True)
@@ -39,7 +49,7 @@ class BenchSpec:
     model: str | None = None
     api: Literal["chat", "completions"] = "chat"
     concurrency: tuple[int, ...] = (1, 4, 16)
-    requests_per_level: int | None = 32
+    requests_per_level: int | None = None  # None: `default_requests(C)` per level
     duration_s: float | None = None
     warmup: int = 2
     input_len: int = 256
@@ -51,7 +61,8 @@ class BenchSpec:
     # ceil(warmup / C) unmeasured requests first; measuring starts when all of them have ended, with
     # C measured requests sent at once, and nothing is sent after the last measured request.
     # `timeout_s` is each request's deadline, first byte to last. With `duration_s` set, the level
-    # measures the requests sent during that many seconds and `requests_per_level` becomes None.
+    # measures the requests sent during that many seconds and `requests_per_level` becomes None. Without a
+    # count or a duration each level measures `default_requests(C)`.
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -61,9 +72,7 @@ class BenchSpec:
         if not self.concurrency or any(c < 1 or c > 4096 for c in self.concurrency):
             raise BenchmarkError("concurrency levels must be integers between 1 and 4096")
         if self.duration_s is not None:
-            object.__setattr__(self, "requests_per_level", None)  # a duration wins over the default count
-        elif self.requests_per_level is None:
-            raise BenchmarkError("give a request count or a duration per level")
+            object.__setattr__(self, "requests_per_level", None)  # a duration wins over a count
         if self.requests_per_level is not None and self.requests_per_level < 1:
             raise BenchmarkError("requests per level must be at least 1")
         if self.duration_s is not None and not 0 < self.duration_s <= 86_400:
@@ -78,6 +87,44 @@ class BenchSpec:
     @property
     def base_url(self) -> str:
         return self.url.rstrip("/").removesuffix("/v1")
+
+    def requests_at(self, concurrency: int) -> int | None:
+        """Measured requests of the level at `concurrency`; None in duration mode."""
+        if self.duration_s is not None:
+            return None
+        return self.requests_per_level if self.requests_per_level is not None else default_requests(concurrency)
+
+    def warmup_at(self, concurrency: int) -> int:
+        """Warmup requests per slot: `warmup` is a minimum per level, in whole rounds."""
+        return -(-self.warmup // concurrency)
+
+    def plan_text(self) -> str:
+        """One line: each level's measured and warmup requests, and the run's length in rounds."""
+        levels = ", ".join(
+            f"C={c}: " + (f"{self.duration_s:g} s" if self.duration_s is not None else
+                          f"{self.requests_at(c)} measured") + f" (+{self.warmup_at(c) * c} warmup)"
+            for c in self.concurrency)
+        rounds = self.rounds()
+        return f"plan: {levels}" + (f"; {rounds} rounds of requests" if rounds is not None else "")
+
+    def rounds(self) -> int | None:
+        """How many requests each slot sends one after another over the whole run (request mode)."""
+        total = 0
+        for c in self.concurrency:
+            n = self.requests_at(c)
+            if n is None:
+                return None
+            total += self.warmup_at(c) + -(-n // c)
+        return total
+
+    def estimate_s(self, e2e_s: float) -> float:
+        """The run's length if every request took `e2e_s` (the first requests' E2E, at the first level's C): a
+        lower bound where a server slows down with more streams in flight."""
+        rounds = self.rounds()
+        if rounds is not None:
+            return rounds * e2e_s
+        assert self.duration_s is not None
+        return sum(self.duration_s + (self.warmup_at(c) + 1) * e2e_s for c in self.concurrency)
 
 
 async def _check_server(spec: BenchSpec) -> str | None:
@@ -123,7 +170,7 @@ async def run_benchmark(spec: BenchSpec, *,
         if cancel is not None and cancel.is_set():
             stopped = True
             break
-        plan = LevelPlan(concurrency=c, warmup=-(-spec.warmup // c), requests=spec.requests_per_level,
+        plan = LevelPlan(concurrency=c, warmup=spec.warmup_at(c), requests=spec.requests_at(c),
                          duration_s=spec.duration_s, timeout_s=spec.timeout_s, path=path,
                          body=body_at, first_index=n * 1_000_000,
                          level=n, levels=len(spec.concurrency))

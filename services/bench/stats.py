@@ -1,8 +1,8 @@
 """Benchmark value types and the arithmetic that turns per-request records into level figures.
 
 Owns the definitions of issue 4 once measurements exist: TTFT, E2E, N, TPOT, decode tok/s per
-request, tokens per SSE event, output tok/s, request/s, achieved concurrency, the steady-state
-decode rate, percentiles, and the JSON document `pitcrew bench --json` prints.
+request, tokens per SSE event, output tok/s, request/s, achieved concurrency, steady tok/s (the
+output rate while all C slots were busy), percentiles, and the JSON document `pitcrew bench --json` prints.
 
 The window is the first measured request's send to the last measured request's end; the level
 runner sends nothing else in it (warmups end before it, no padding after the last measured request),
@@ -37,6 +37,7 @@ class RequestRecord:
     chunks: int  # text-carrying events
     chunk_counted: bool  # N came from counting chunks (no usage in the stream)
     max_gap: float  # largest inter-chunk latency seen
+    busy_chunks: int = 0  # text events received while all C slots were busy (services.bench.level.AllBusy)
 
     @property
     def end(self) -> float:
@@ -63,9 +64,11 @@ class Dist:
     p90: float | None = None
     p99: float | None = None
     max: float | None = None
+    p95: float | None = None
 
     def to_json(self) -> dict[str, float | None]:
-        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p99": self.p99, "max": self.max}
+        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p95": self.p95, "p99": self.p99,
+                "max": self.max}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +89,11 @@ class ClientHealth:
     cpu_s_per_1k_tokens: float | None = None
     loop_lag_ms_p99: float | None = None
     cpu_busy: float | None = None  # CPU seconds / wall seconds over the window
+    cpu_s: float | None = None  # the process tree's user + system CPU seconds over the window
 
     def to_json(self) -> dict[str, float | None]:
-        return {"cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens, "loop_lag_ms_p99": self.loop_lag_ms_p99}
+        return {"cpu_s_per_1k_tokens": self.cpu_s_per_1k_tokens, "loop_lag_ms_p99": self.loop_lag_ms_p99,
+                "cpu_s": self.cpu_s}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +107,9 @@ class LevelResult:
     output_tok_s: float | None
     request_per_s: float | None
     achieved_concurrency: float | None
-    steady_decode_tok_s: float | None
+    steady_tok_s: float | None  # output tok/s while all C slots were busy (`steady_rate`)
+    steady_s: float | None  # how long all C slots were busy, seconds (the gaps between requests left out)
+    steady_span_s: tuple[float, float] | None  # first and last moment of it, seconds from the window's start
     tokens_per_chunk: float | None
     chunk_counted: bool
     ttft_ms: Dist
@@ -127,7 +134,9 @@ class LevelResult:
             "output_tokens": self.output_tokens, "duration_s": self.duration_s,
             "output_tok_s": self.output_tok_s, "request_per_s": self.request_per_s,
             "achieved_concurrency": self.achieved_concurrency,
-            "steady_decode_tok_s": self.steady_decode_tok_s, "tokens_per_chunk": self.tokens_per_chunk,
+            "steady_tok_s": self.steady_tok_s, "steady_s": self.steady_s,
+            "steady_span_s": list(self.steady_span_s) if self.steady_span_s else None,
+            "tokens_per_chunk": self.tokens_per_chunk,
             "chunk_counted": self.chunk_counted, "ttft_ms": self.ttft_ms.to_json(),
             "tpot_ms": self.tpot_ms.to_json(),
             "decode_tok_s_per_request": self.decode_tok_s_per_request.to_json(),
@@ -168,49 +177,24 @@ def dist(values: list[float], scale: float = 1.0) -> Dist:
         return Dist()
     v = sorted(x * scale for x in values)
     return Dist(mean=sum(v) / len(v), p50=percentile(v, 50), p90=percentile(v, 90),
-                p99=percentile(v, 99), max=v[-1])
+                p99=percentile(v, 99), max=v[-1], p95=percentile(v, 95))
 
 
-def steady_decode_rate(records: list[RequestRecord], concurrency: int) -> float | None:
-    """Aggregate decode tok/s over the times when `concurrency` measured streams were all decoding.
+def steady_rate(records: list[RequestRecord], busy: list[tuple[float, float]]) -> float | None:
+    """Output tok/s while all C slots were busy: the tokens the requests received in the `busy` intervals
+    (when all C slots had a measured request in flight, prefill included) over their total length.
 
-    Each request decodes from t0+TTFT to t0+E2E at its own mean rate (N-1)/(E2E-TTFT); the figure
-    is the sum of those rates weighted by their overlap with the all-decoding set, over its length.
+    A request's tokens in them are N x (its text events in them) / (its text events): exact at one token per
+    event, and under speculative decoding the server's accept length spreads N over the events. The tail where
+    fewer than C are in flight (variable output lengths, a count that is not a multiple of C) is left out, and
+    no request's whole-life mean rate stands in for its rate in the intervals (it reads high when streams
+    speed up as the others end).
     """
-    edges: list[tuple[float, int]] = []
-    spans: list[tuple[float, float, float]] = []
-    for r in records:
-        tpot = r.tpot
-        if tpot is None:
-            continue
-        a, b = r.t0 + r.ttft, r.t0 + r.e2e
-        spans.append((a, b, 1.0 / tpot))
-        edges.append((a, 1))
-        edges.append((b, -1))
-    if not spans:
+    length = sum(b - a for a, b in busy)
+    if length <= 0:
         return None
-    edges.sort(key=lambda e: (e[0], e[1]))
-    full: list[tuple[float, float]] = []
-    running = 0
-    start = 0.0
-    for t, d in edges:
-        prev = running
-        running += d
-        if prev < concurrency <= running:
-            start = t
-        elif running < concurrency <= prev and t > start:
-            full.append((start, t))
-    total = sum(b - a for a, b in full)
-    if total <= 0:
-        return None
-    tokens = 0.0
-    for a, b, rate in spans:
-        for fa, fb in full:
-            lo, hi = max(a, fa), min(b, fb)
-            if hi > lo:
-                tokens += rate * (hi - lo)
-    return tokens / total
-
+    tokens = sum(r.tokens * r.busy_chunks / r.chunks for r in records if r.chunks)
+    return tokens / length
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +206,7 @@ class LevelInputs:
     failures: dict[str, int]
     cpu_s: float | None
     lag_samples_ms: list[float]
+    busy: list[tuple[float, float]]  # when all C slots had a measured request in flight (perf_counter)
     server: ServerFigures
     extra_warnings: tuple[str, ...] = ()
 
@@ -264,6 +249,12 @@ def summarize(inp: LevelInputs) -> LevelResult:
         achieved = sum(r.e2e for r in recs) / window
         if achieved < CONCURRENCY_WARN * c:
             warnings.append(concurrency_warning(achieved, c, len(recs), inp.cpu_s, window))
+    steady_s = sum(b - a for a, b in inp.busy) if inp.busy else None
+    steady_span = None
+    if inp.busy and recs:
+        start = min(r.t0 for r in recs)
+        # the busy time opens just before the first request's t0 is stamped: a few microseconds, not shown
+        steady_span = (round(max(inp.busy[0][0] - start, 0.0), 6), round(inp.busy[-1][1] - start, 6))
     lag_p99 = percentile(sorted(inp.lag_samples_ms), 99) if inp.lag_samples_ms else None
     cpu_per_1k = inp.cpu_s / tokens * 1000.0 if inp.cpu_s is not None and tokens else None
     busy = inp.cpu_s / window if inp.cpu_s is not None and window else None
@@ -283,13 +274,14 @@ def summarize(inp: LevelInputs) -> LevelResult:
         concurrency=c, requests=len(recs), failed=failed, failures=dict(inp.failures),
         output_tokens=tokens, duration_s=window, output_tok_s=out_tok_s, request_per_s=req_s,
         achieved_concurrency=achieved,
-        steady_decode_tok_s=steady_decode_rate(recs, c),
+        steady_tok_s=steady_rate(recs, inp.busy), steady_s=steady_s, steady_span_s=steady_span,
         tokens_per_chunk=tokens / chunks if chunks else None, chunk_counted=chunk_counted,
         ttft_ms=dist([r.ttft for r in recs], 1000.0), tpot_ms=dist(tpots, 1000.0),
         decode_tok_s_per_request=dist(rates),
         e2e_ms=dist([r.e2e for r in recs], 1000.0), icl_ms=dist(icls, 1000.0),
         queue_ms=dist([r.queue_s for r in recs], 1000.0), server=inp.server,
-        client=ClientHealth(cpu_s_per_1k_tokens=cpu_per_1k, loop_lag_ms_p99=lag_p99, cpu_busy=busy),
+        client=ClientHealth(cpu_s_per_1k_tokens=cpu_per_1k, loop_lag_ms_p99=lag_p99, cpu_busy=busy,
+                            cpu_s=inp.cpu_s),
         unreliable=unreliable, warnings=tuple(warnings), records=tuple(recs),
         decode_tok_s_ci95=(round(ci[0], 3), round(ci[1], 3)) if ci else None,
         decode_tok_s_samples=tuple(round(x, 3) for x in rates),

@@ -9,6 +9,7 @@ from services.errors import UserInputError
 from services.experiments import maintenance
 from services.experiments.pipeline import Experiments
 from services.experiments.sweeps import run_sweep
+from services.experiments.tune import run_tune
 from services.jobs import JobContext
 
 JobPipeline = Callable[[Experiments, JobContext], Awaitable[tuple[str, dict[str, Any]]]]
@@ -19,6 +20,7 @@ PIPELINES: dict[str, JobPipeline] = {
     "rollback": maintenance.run_rollback,
     "kill-stale": maintenance.run_kill_stale,
     "sweep": run_sweep,
+    "tune": run_tune,
 }
 
 

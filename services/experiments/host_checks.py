@@ -159,6 +159,11 @@ def _port_check(argv: Sequence[str], evidence: dict[str, Any], own: set[int], un
     return Check(OK, f"port {port}: held only by {unit} itself (freed by the stop)")
 
 
+def disk_check(text: str, path: str) -> Check:
+    """The free space `df -Pk PATH` printed (``text``) against preflight's thresholds, as a check line."""
+    return _disk_check(text, path)
+
+
 def _disk_check(text: str, path: str) -> Check:
     for line in text.splitlines()[1:]:
         cols = line.split()

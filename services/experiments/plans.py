@@ -32,7 +32,7 @@ class ExperimentPolicy:
 @dataclass(frozen=True)
 class BenchDefaults:
     concurrency: tuple[int, ...] = (1, 4, 16)
-    requests_per_level: int = 32
+    requests_per_level: int | None = None  # None: services.bench.runner.default_requests(C) per level
     warmup: int = 2
     input_len: int = 256
     output_len: int = 256

@@ -38,6 +38,7 @@ class LevelFigures:
     warnings: tuple[str, ...] = ()
     decode_ci: tuple[float, float] | None = None  # bootstrap 95 % interval of decode_tok_s
     decode_samples: tuple[float, ...] = ()  # per-request decode tok/s
+    ttft_p95_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def figures_from_json(level: dict[str, Any]) -> LevelFigures:
         decode_tok_s=_p(level.get("decode_tok_s_per_request"), "p50"),
         output_tok_s=_p(level, "output_tok_s"),
         ttft_p50_ms=_p(level.get("ttft_ms"), "p50"), ttft_p99_ms=_p(level.get("ttft_ms"), "p99"),
+        ttft_p95_ms=_p(level.get("ttft_ms"), "p95"),
         tpot_p50_ms=_p(level.get("tpot_ms"), "p50"),
         accept_len=_p(server, "accept_len"), accept_rate=_p(server, "accept_rate"),
         tokens_per_chunk=_p(level, "tokens_per_chunk"),

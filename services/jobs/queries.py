@@ -3,11 +3,13 @@ estimate from past runs, the job waiting for someone's confirmation. `JobRunner`
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select
 
 from services.errors import NotFound
 from services.jobs.context import JobInfo, job_info
-from services.store import Database, Job
+from services.store import Database, Job, JobStep
 
 OPEN_STATES = ("awaiting_confirmation", "queued", "running")
 
@@ -58,6 +60,28 @@ class JobReads:
             return None
         typical: float = sorted(same)[len(same) // 2]
         return typical * (position + 1)
+
+    async def step_seconds(self, host: str, names: tuple[str, ...], limit: int = 200) -> dict[str, float]:
+        """The median duration of each named step (``stop``, ``start``, ``benchmark`` …) of this host's jobs, over
+        its last `limit` finished steps; a name with no finished step is absent."""
+        async with self.db.sessions() as s:
+            rows = (await s.execute(select(JobStep.name, JobStep.started_at, JobStep.finished_at)
+                                    .join(Job, Job.id == JobStep.job_id)
+                                    .where(Job.host == host, JobStep.state == "ok", JobStep.name.in_(names),
+                                           JobStep.finished_at.is_not(None))
+                                    .order_by(JobStep.id.desc()).limit(limit))).all()
+        by_name: dict[str, list[float]] = {}
+        for name, started, finished in rows:
+            by_name.setdefault(name, []).append((finished - started).total_seconds())
+        return {n: sorted(v)[len(v) // 2] for n, v in by_name.items()}
+
+    async def step_details(self, job_id: int, name: str) -> list[dict[str, Any]]:
+        """The details of a job's finished steps called `name`, in order (a tune's measured points)."""
+        async with self.db.sessions() as s:
+            rows = (await s.execute(select(JobStep.detail).where(JobStep.job_id == job_id, JobStep.name == name,
+                                                                JobStep.state == "ok")
+                                    .order_by(JobStep.id))).scalars().all()
+        return [dict(d or {}) for d in rows]
 
     async def pending_confirmation(self, actor_id: str, channel: str) -> JobInfo | None:
         async with self.db.sessions() as s:

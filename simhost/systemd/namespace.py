@@ -140,8 +140,7 @@ class SystemdNamespace:
         setup_path.write_text(setup)
         procs_files = []
         await asyncio.to_thread(reap_orphaned_cgroups)
-        for hierarchy, own in _own_cgroups().items():
-            group = hierarchy / own.lstrip("/") / f"{CGROUP_PREFIX}{self.token}"
+        for group in host_cgroups(self.token):
             group.mkdir(parents=True, exist_ok=True)
             self._cgroups.append(group)
             procs_files.append(str(group / "cgroup.procs"))
@@ -230,13 +229,22 @@ class SystemdNamespace:
         shutil.rmtree(self.state / "ovl", ignore_errors=True)
 
 
+def host_cgroups(token: str) -> list[Path]:
+    """Where the cgroups of the host booted with `token` live (one per hierarchy), whether or not they exist."""
+    return [hierarchy / own.lstrip("/") / f"{CGROUP_PREFIX}{token}" for hierarchy, own in _own_cgroups().items()]
+
+
 def reap_orphaned_cgroups(min_age_s: float = 60.0) -> int:
     """Remove the `pitcrew-sim-*` cgroups of hosts whose owner died without a teardown (SIGKILL): empty and older
     than `min_age_s` (a host booting right now has a fresh, possibly still empty one). Returns how many."""
     removed = 0
     for hierarchy, own in _own_cgroups().items():
         parent = hierarchy / own.lstrip("/")
-        for group in parent.glob(f"{CGROUP_PREFIX}*"):
+        try:
+            groups = [p for p in parent.iterdir() if p.name.startswith(CGROUP_PREFIX)]
+        except OSError:
+            continue
+        for group in groups:
             try:
                 age = time.time() - group.stat().st_mtime
             except OSError:
@@ -247,19 +255,22 @@ def reap_orphaned_cgroups(min_age_s: float = 60.0) -> int:
     return removed
 
 
+def _tree(group: Path) -> list[Path]:
+    """`group` and every cgroup below it, deepest first (a tree other hosts' teardowns may be changing: what
+    vanishes while it is walked is skipped)."""
+    found = [Path(top) for top, _dirs, _files in os.walk(group, onerror=lambda _e: None)]
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
 def _members(group: Path) -> bool:
-    for procs in group.rglob("cgroup.procs"):
+    for cgroup in _tree(group):
         with contextlib.suppress(OSError):
-            if procs.read_text().strip():
+            if (cgroup / "cgroup.procs").read_text().strip():
                 return True
     return False
 
 
 def _remove_tree(group: Path) -> None:
-    if not group.is_dir():
-        return
-    for child in sorted((p for p in group.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+    for cgroup in _tree(group):
         with contextlib.suppress(OSError):
-            child.rmdir()
-    with contextlib.suppress(OSError):
-        group.rmdir()
+            cgroup.rmdir()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 
@@ -38,6 +39,9 @@ async def test_bench_table(truth) -> None:
                                   "--output-len", "10", "--input-len", "8")
     assert code == 0
     assert "N/SSE events" in out and "chunk-counted (lower bound)" in out
+    legend = " ".join(out.split())  # rich wraps long lines
+    assert "steady tok/s: output tokens per second while all C slots had a request in flight" in legend
+    assert re.search(r"C=1: \d+\.\d\d s of the \d+\.\d\d s window, \+0\.00 to \+\d+\.\d\d s", legend), legend
     assert "not the accept length" in out
 
 

@@ -95,5 +95,6 @@ def test_bad_parameters_are_refused() -> None:
     with pytest.raises(BenchmarkError):
         BenchSpec(url="http://x", concurrency=(0,))
     with pytest.raises(BenchmarkError):
-        BenchSpec(url="http://x", requests_per_level=None, duration_s=None)
+        BenchSpec(url="http://x", requests_per_level=0)
+    assert BenchSpec(url="http://x", requests_per_level=None, duration_s=None).requests_at(16) == 64  # default
     assert BenchSpec(url="http://x", duration_s=3.0).requests_per_level is None

@@ -16,7 +16,7 @@ import pytest
 
 from simhost.host import SimHost
 from simhost.systemd import sudoers_rule, unavailable
-from simhost.systemd.namespace import CGROUP_PREFIX
+from simhost.systemd.namespace import CGROUP_PREFIX, host_cgroups
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"real systemd unavailable: {unavailable()}")
 
@@ -33,19 +33,23 @@ async def _sh(conn: asyncssh.SSHClientConnection, command: str) -> tuple[int, st
     return int(res.exit_status or 0), f"{res.stdout}{res.stderr}"
 
 
-def _leftovers() -> list[str]:
-    """Anything of a booted test host still on this machine: processes in our cgroups, the cgroups, mounts."""
+def _leftovers(*sims: SimHost) -> list[str]:
+    """Anything of these booted test hosts still on this machine: processes in their cgroups, the cgroups, their
+    overlay mounts (other tests' hosts may be running at the same time under xdist)."""
+    tokens = [sim.real.ns.token for sim in sims if sim.real is not None]
+    assert len(tokens) == len(sims)
+    names = [f"{CGROUP_PREFIX}{t}" for t in tokens]
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if CGROUP_PREFIX in Path(f"/proc/{pid}/cgroup").read_text():
-                found.append(f"process {pid} {Path(f'/proc/{pid}/stat').read_text()[:80]}")
+            text = Path(f"/proc/{pid}/cgroup").read_text()
         except OSError:
             continue
-    for hierarchy in Path("/sys/fs/cgroup").iterdir():
-        found += [f"cgroup {p}" for p in hierarchy.rglob(f"{CGROUP_PREFIX}*") if p.is_dir()]
+        found += [f"process {pid}" for name in names if name in text]
+    found += [f"cgroup {group}" for t in tokens for group in host_cgroups(t) if group.exists()]
     mounts = Path("/proc/self/mountinfo").read_text().splitlines()
-    found += [f"mount {line}" for line in mounts if "pitcrew-sim" in line]
+    roots = [str(sim.root / "systemd" / "ovl") for sim in sims]
+    found += [f"mount {line}" for line in mounts if any(r in line for r in roots)]
     return found
 
 
@@ -87,7 +91,7 @@ async def test_a_login_sees_systemd_252_as_pid_1_the_unit_active_and_its_lines_i
         assert sentinel.read_text() == "still here"
         sentinel.unlink()
     assert _postgres() == pg_before
-    assert _leftovers() == []
+    assert _leftovers(sim) == []
 
 
 async def test_the_sudo_rule_allows_what_pitcrew_runs_and_nothing_else(tmp_path: Path) -> None:
@@ -118,7 +122,7 @@ async def test_several_hosts_boot_at_once_each_with_its_own_systemd(tmp_path: Pa
                 seen.append((await _sh(conn, "hostname; systemctl show sglang.service -p MainPID --value"))[1].split())
         assert [s[0] for s in seen] == ["gpu-a", "gpu-b", "gpu-c"]
         assert len({a.real.ns.pid1, b.real.ns.pid1, c.real.ns.pid1}) == 3
-    assert _leftovers() == []
+    assert _leftovers(a, b, c) == []
 
 
 @pytest.mark.slow
@@ -126,4 +130,4 @@ async def test_twenty_boots_and_teardowns_leave_nothing_behind(tmp_path: Path) -
     for i in range(20):
         async with SimHost(tmp_path / f"h{i}", time_scale=SCALE, systemd="real") as sim:
             assert sim.real is not None and sim.real.ns.pid1 > 0
-        assert _leftovers() == [], f"after boot {i + 1}"
+        assert _leftovers(sim) == [], f"after boot {i + 1}"

@@ -1,0 +1,498 @@
+"""Tune: search several flags at once for the configuration that best meets a stated goal, in few restarts.
+
+The goal is the aggregate output throughput at one concurrency, optionally under a TTFT p95 limit
+(``tune steps 1..8, mem 0.80,0.84,0.88 for throughput at 16 with ttft p95 under 500ms``). The search space is the
+grid of the listed values; a grid tries every point, `tune` asks Optuna's TPE sampler (multivariate, seeded,
+with a constraint per trial so infeasible points rank below every feasible one) for the next point and
+restarts only for the ones worth it:
+
+* the starting configuration is benchmarked without a restart and is the first point the sampler learns;
+* a point the capacity forecast (`services.experiments.forecast`, fitted on this host's recorded starts,
+  including the tune's own) says cannot run the goal's concurrency without queueing — so its TTFT cannot meet
+  the limit — is refused before any restart (`forecast_refusal`); the engine's own parser refuses others in the
+  trial's preflight gate, with the host untouched;
+* a point that fails to start, or dies under the ramp or the benchmark, is recorded as failed and the last
+  working configuration is put back before the next trial; when it ran out of GPU memory, every point at least as
+  demanding in every knob (`MEMORY_DIRECTION`) is refused without a restart: the crash marks its region;
+* a point the sampler proposes again is answered from its measurement, without a restart;
+* the search stops when its restart budget is spent, when the grid is exhausted, or when `patience` restarts in
+  a row found nothing measurably better than the best so far (the noise band of
+  `services.experiments.verdicts` decides "measurably": the search does not chase differences it cannot measure).
+
+Every evaluated point is recorded as a `tune-point` step as it happens, so a tune that was cancelled or interrupted
+(a bot restart marks a running job interrupted and restores the host) can be resumed: `tune resume <job>` seeds a
+new tune with those points (no restart for them; their restarts count against the budget).
+
+`TuneSearch` (ask/tell) and `search_loop` are the whole decision path; the job (`run_tune`) and
+`benchmarks/bench_tune.py` (against the simulator's known response surface) both run them. The best point is
+the one with the most KV cache among the feasible points within noise of the fastest (as a sweep chooses).
+Each trial is a full try (`Experiments.trial`: audit, revisions, results, verdict); the tune ends on the
+starting configuration and its answer carries an *Apply* button that runs the normal `try` for the best point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from services.engines import apply_changes, engine_named, get_flag, knob_of
+from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInputError
+from services.experiments.forecast import Forecast
+from services.experiments.pipeline import Experiments
+from services.experiments.plans import TrialOutcome
+from services.experiments.verdicts import BETTER, RunNoise, compare_samples, measure_noise
+from services.jobs import JobContext
+from services.units import (
+    changes_label,
+    flag_label,
+    read_exec_start,
+    unit_engine,
+)
+
+OK, VIOLATES, REFUSED, FAILED = "ok", "violates", "refused", "failed"
+BUDGET_SHARE = 0.35  # the default restart budget, as a share of the grid
+MAX_DEFAULT_BUDGET = 40  # ... and at most this many restarts unless the person says more
+MAX_GRID = 4096
+DUPLICATE_ASKS = 40  # proposals of measured points answered in a row before a seeded pick of an unmeasured one
+# which way each knob raises the GPU memory a configuration needs (more draft tokens reserve more per request, a
+# larger static fraction leaves less headroom, more running requests or context need more): a configuration at
+# least as demanding as one that ran out of memory runs out too
+MEMORY_DIRECTION = {"--speculative-num-steps": 1, "--speculative-num-draft-tokens": 1, "--num-speculative-tokens": 1,
+                    "--mem-fraction-static": 1, "--gpu-memory-utilization": 1, "--max-running-requests": 1,
+                    "--max-num-seqs": 1, "--context-length": 1, "--max-model-len": 1}
+
+
+@dataclass(frozen=True)
+class TuneKnob:
+    """One flag to tune and the values to choose from (in order: the sampler treats them as ordinal)."""
+
+    flag: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Goal:
+    """Maximise aggregate output tok/s at `concurrency`, with TTFT p95 below `ttft_p95_ms` when given."""
+
+    concurrency: int
+    ttft_p95_ms: float | None = None
+
+    def describe(self) -> str:
+        limit = f" with TTFT p95 < {self.ttft_p95_ms:g} ms" if self.ttft_p95_ms is not None else ""
+        return f"throughput at C={self.concurrency}{limit}"
+
+
+@dataclass
+class Point:
+    """One configuration of the grid and what became of it."""
+
+    changes: dict[str, str]
+    status: str  # OK | VIOLATES | REFUSED | FAILED
+    throughput: float | None = None  # aggregate output tok/s at the goal's concurrency
+    ttft_p95_ms: float | None = None
+    kv_tokens: int | None = None
+    max_running: int | None = None
+    why: str = ""
+    run_id: int | None = None
+    restarted: bool = False  # this point cost a restart
+    start: bool = False  # the starting configuration (benchmarked as it was)
+    memory: bool = False  # failed for lack of GPU memory (start-up or under load): its region is infeasible
+
+    @property
+    def feasible(self) -> bool:
+        return self.status == OK
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Point:
+        def num(key: str) -> float | None:
+            v = d.get(key)
+            return float(v) if isinstance(v, int | float) else None
+
+        def whole(key: str) -> int | None:
+            v = d.get(key)
+            return int(v) if isinstance(v, int) else None
+
+        return cls({str(k): str(v) for k, v in (d.get("changes") or {}).items()}, str(d.get("status") or FAILED),
+                   throughput=num("throughput"), ttft_p95_ms=num("ttft_p95_ms"), kv_tokens=whole("kv_tokens"),
+                   max_running=whole("max_running"), why=str(d.get("why") or ""), run_id=whole("run_id"),
+                   restarted=bool(d.get("restarted")), memory=bool(d.get("memory")))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"changes": dict(self.changes), "label": changes_label(self.changes), "status": self.status,
+                "throughput": self.throughput,
+                "ttft_p95_ms": self.ttft_p95_ms, "kv_tokens": self.kv_tokens, "max_running": self.max_running,
+                "why": self.why, "run_id": self.run_id, "restarted": self.restarted, "start": self.start,
+                "memory": self.memory}
+
+
+def pareto_front(points: list[Point]) -> list[int]:
+    """Indexes of the measured points no other measured point beats on both throughput (higher) and TTFT p95
+    (lower), by TTFT."""
+    m = [(i, p.throughput, p.ttft_p95_ms) for i, p in enumerate(points)
+         if p.throughput is not None and p.ttft_p95_ms is not None]
+    front = [(i, t, f) for i, t, f in m
+             if not any((t2 >= t and f2 <= f) and (t2 > t or f2 < f) for _, t2, f2 in m)]
+    return [i for i, _, _ in sorted(front, key=lambda x: x[2])]
+
+
+def grid_size(knobs: tuple[TuneKnob, ...]) -> int:
+    return math.prod(len(k.values) for k in knobs)
+
+
+def default_budget(knobs: tuple[TuneKnob, ...]) -> int:
+    """Restarts a tune may use unless told: 35 % of the grid, at least 4, at most 40 (never more than the grid)."""
+    n = grid_size(knobs)
+    return min(n, max(4, min(MAX_DEFAULT_BUDGET, math.ceil(BUDGET_SHARE * n))))
+
+
+def default_patience(budget: int) -> int:
+    return max(8, (2 * budget) // 3)
+
+
+def key_of(changes: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(changes.items()))
+
+
+def goal_status(goal: Goal, throughput: float | None, ttft_p95_ms: float | None) -> str:
+    if throughput is None:
+        return FAILED
+    if goal.ttft_p95_ms is not None and (ttft_p95_ms is None or ttft_p95_ms >= goal.ttft_p95_ms):
+        return VIOLATES
+    return OK
+
+
+def forecast_refusal(fc: Forecast | None, goal: Goal, changes: dict[str, str]) -> str | None:
+    """Why the capacity forecast rules `changes` out before a restart, or None. Only a forecast fitted within the
+    recorded points (not extrapolated, no caveats) counts: below the goal's concurrency requests queue, and a
+    queued request waits a whole request for its first token, so a TTFT limit cannot hold."""
+    if fc is None or goal.ttft_p95_ms is None or fc.extrapolated or fc.notes or fc.bound:
+        return None
+    if fc.max_running is not None and fc.max_running < goal.concurrency:
+        return (f"forecast: max running requests ~{fc.max_running} < C={goal.concurrency}; requests would queue "
+                f"and TTFT p95 could not stay under {goal.ttft_p95_ms:g} ms (no restart)")
+    return None
+
+
+@dataclass(frozen=True)
+class TuneChoice:
+    """The tune's pick: the best point, the points within noise of the fastest, and why."""
+
+    best: Point | None
+    within_noise: tuple[Point, ...]
+    why: str
+
+
+class TuneSearch:
+    """Optuna's TPE sampler over the grid of `knobs` (ask/tell), with pitcrew's stopping rules.
+
+    Each knob is an integer index into its values (ordinal, so the sampler can learn "more steps is worse").
+    Infeasible points (failed, refused, over the TTFT limit) reach the sampler as violated constraints
+    with their measured value (0 for the ones with none), so it learns where not to go."""
+
+    def __init__(self, knobs: tuple[TuneKnob, ...], goal: Goal, *, seed: int, budget: int, noise: RunNoise,
+                 patience: int | None = None, sampler: optuna.samplers.BaseSampler | None = None) -> None:
+        self.knobs = knobs
+        self.goal = goal
+        self.budget = budget
+        self.noise = noise
+        self.patience = patience if patience is not None else default_patience(budget)
+        self.rng = random.Random(seed)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sampler = sampler or optuna.samplers.TPESampler(seed=seed, multivariate=True,
+                                                        n_startup_trials=max(3, min(8, budget // 4)))
+        self.study = optuna.create_study(direction="maximize", sampler=sampler)
+        self.points: dict[tuple[tuple[str, str], ...], Point] = {}
+        self.order: list[Point] = []
+        self.restarts = 0
+        self.since_gain = 0  # restarts since the best point last improved measurably
+        self.stopped = ""
+        self._pending: optuna.trial.Trial | None = None
+
+    # ---- ask / tell ---------------------------------------------------------------------------------
+    def ask(self) -> dict[str, str] | None:
+        """The next configuration to evaluate, or None when the search is done (`stopped` says why)."""
+        if self.restarts >= self.budget:
+            self.stopped = f"the budget of {self.budget} restarts is spent"
+            return None
+        if len(self.points) >= grid_size(self.knobs):
+            self.stopped = "every configuration of the grid was evaluated"
+            return None
+        if self.since_gain >= self.patience and self.best_point() is not None:
+            self.stopped = (f"{self.since_gain} restarts in a row found nothing measurably better than the best "
+                            f"(beyond the noise band)")
+            return None
+        for _ in range(DUPLICATE_ASKS):
+            trial = self.study.ask()
+            changes = {k.flag: k.values[trial.suggest_int(k.flag, 0, len(k.values) - 1)] for k in self.knobs}
+            known = self.points.get(key_of(changes))
+            if known is None:
+                self._pending = trial
+                return changes
+            self._tell_trial(trial, known)  # answered from its measurement: no restart
+        free = [c for c in self._grid() if key_of(c) not in self.points]
+        changes = self.rng.choice(free)
+        self._pending = None
+        return changes
+
+    def tell(self, point: Point) -> None:
+        """Record what `point` measured (or why it failed)."""
+        before = self.best_point()
+        self.points[key_of(point.changes)] = point
+        self.order.append(point)
+        if point.restarted:
+            self.restarts += 1
+        trial = self._pending
+        self._pending = None
+        if trial is None:
+            trial = self._fixed(point.changes)
+        self._tell_trial(trial, point)
+        if not point.restarted:
+            return
+        if point.feasible and (before is None or self._measurably_better(point, before)):
+            self.since_gain = 0
+        else:
+            self.since_gain += 1
+
+    def seed_point(self, point: Point) -> None:
+        """A point measured before the search (the starting configuration): known to the sampler, free."""
+        if all(point.changes.get(k.flag) in k.values for k in self.knobs):
+            self.tell(point)
+        else:
+            self.order.append(point)
+
+    def in_failed_region(self, changes: dict[str, str]) -> str | None:
+        """Why `changes` is ruled out by a memory failure already seen (no restart), or None. A knob whose memory
+        direction is unknown must be equal to the failed point's."""
+        for p in self.order:
+            if not (p.status == FAILED and p.memory):
+                continue
+            worse = True
+            for k in self.knobs:
+                a, b = k.values.index(changes[k.flag]), k.values.index(p.changes[k.flag])
+                sign = MEMORY_DIRECTION.get(k.flag, 0)
+                if (sign == 0 and a != b) or sign * (a - b) < 0:
+                    worse = False
+                    break
+            if worse:
+                return (f"needs at least the GPU memory of {changes_label(p.changes)}, which ran out of memory "
+                        f"({p.why.split(';')[0][:120]}); no restart")
+        return None
+
+    # ---- choice -------------------------------------------------------------------------------------
+    def best_point(self) -> Point | None:
+        feasible = [p for p in self.points.values() if p.feasible and p.throughput is not None]
+        return max(feasible, key=lambda p: p.throughput or 0.0) if feasible else None
+
+    def choose(self) -> TuneChoice:
+        """The fastest feasible point, the feasible points within noise of it, and among those the one that
+        leaves the most KV cache (then the fastest)."""
+        top = self.best_point()
+        if top is None or top.throughput is None:
+            return TuneChoice(None, (), "no configuration met the goal")
+        tied = [p for p in self.points.values() if p.feasible and p.throughput is not None
+                and (p is top or not self._measurably_better(top, p))]
+        best = max(tied, key=lambda p: (p.kv_tokens or 0, p.throughput or 0.0))
+        parts = [f"fastest {changes_label(top.changes)}: {top.throughput:.0f} tok/s at C={self.goal.concurrency}"]
+        if len(tied) > 1:
+            parts.append(f"{len(tied)} configurations are within noise of it")
+        if best is not top:
+            parts.append(f"{changes_label(best.changes)} leaves more KV cache ({best.kv_tokens or 0:,} vs "
+                         f"{top.kv_tokens or 0:,} tokens)")
+        parts.append(self.noise.describe())
+        return TuneChoice(best, tuple(tied), "; ".join(parts))
+
+    def _measurably_better(self, a: Point, b: Point) -> bool:
+        if a.throughput is None or b.throughput is None:
+            return False
+        if b.throughput <= 0.0:
+            return a.throughput > 0.0
+        cmp = compare_samples((), (), new_median=a.throughput, old_median=b.throughput, noise=self.noise,
+                              concurrency=self.goal.concurrency)
+        return cmp is not None and cmp.outcome == BETTER
+
+    # ---- optuna plumbing ----------------------------------------------------------------------------
+    def _fixed(self, changes: dict[str, str]) -> optuna.trial.Trial:
+        """A trial at `changes` (a point the sampler did not propose: the start, a seeded pick)."""
+        self.study.enqueue_trial({k.flag: k.values.index(changes[k.flag]) for k in self.knobs},
+                                 skip_if_exists=False)
+        return self.study.ask()
+
+    def _tell_trial(self, trial: optuna.trial.Trial, point: Point) -> None:
+        for k in self.knobs:  # an enqueued trial takes its values when they are suggested
+            if k.flag not in trial.params:
+                trial.suggest_int(k.flag, 0, len(k.values) - 1)
+        if point.status == OK or point.status == VIOLATES:
+            over = 0.0
+            if self.goal.ttft_p95_ms is not None and point.ttft_p95_ms is not None:
+                over = point.ttft_p95_ms / self.goal.ttft_p95_ms - 1.0
+            trial.set_constraint("goal", min(over, 0.0) if point.status == OK else max(over, 1e-6))
+            value = float(point.throughput or 0.0)
+        else:
+            trial.set_constraint("goal", 1.0)
+            value = 0.0
+        self.study.tell(trial, value)
+
+    def _grid(self) -> list[dict[str, str]]:
+        out: list[dict[str, str]] = [{}]
+        for k in self.knobs:
+            out = [{**c, k.flag: v} for c in out for v in k.values]
+        return out
+
+
+Evaluate = Callable[[dict[str, str]], Awaitable[Point]]
+Gate = Callable[[dict[str, str]], Awaitable[str | None]]
+
+
+async def search_loop(search: TuneSearch, evaluate: Evaluate, gate: Gate,
+                      progress: Callable[[int, dict[str, str]], Awaitable[None]] | None = None) -> None:
+    """Ask, rule out before a restart (`gate`), evaluate, tell — until the search stops. The sampler's step is
+    CPU work and runs in a thread."""
+    while (changes := await asyncio.to_thread(search.ask)) is not None:
+        why = search.in_failed_region(changes) or await gate(changes)
+        if why is not None:
+            await asyncio.to_thread(search.tell, Point(changes, REFUSED, why=why))
+            continue
+        if progress is not None:
+            await progress(search.restarts + 1, changes)
+        point = await evaluate(changes)
+        await asyncio.to_thread(search.tell, point)
+
+
+# ---- the job ---------------------------------------------------------------------------------------------
+
+MEMORY_CAUSES = ("kv_cache_oom", "cuda_oom_runtime", "cuda_graph_capture_oom")
+
+
+def knobs_from_params(params: dict[str, Any]) -> tuple[TuneKnob, ...]:
+    return tuple(TuneKnob(str(k["flag"]), tuple(str(v) for v in k["values"])) for k in params["knobs"])
+
+
+def goal_from_params(params: dict[str, Any]) -> Goal:
+    limit = params.get("ttft_p95_ms")
+    return Goal(int(params["concurrency"]), float(limit) if limit is not None else None)
+
+
+def point_of(changes: dict[str, str], outcome: TrialOutcome, goal: Goal, *, restarted: bool,
+             start: bool = False) -> Point:
+    """A measured trial as a point: throughput and TTFT p95 at the goal's concurrency, capacity from its start."""
+    lv = outcome.run.level(goal.concurrency) if outcome.run is not None else None
+    thr = lv.output_tok_s if lv is not None else None
+    ttft = lv.ttft_p95_ms if lv is not None else None
+    cap = outcome.capacity or {}
+    status = goal_status(goal, thr, ttft)
+    why = "" if status == OK else ("no figures at the goal's concurrency" if thr is None else
+                                   f"TTFT p95 {ttft or 0:.0f} ms is over the {goal.ttft_p95_ms or 0:g} ms limit")
+    return Point(changes, status, throughput=thr, ttft_p95_ms=ttft, kv_tokens=cap.get("max_total_num_tokens"),
+                 max_running=cap.get("max_running_requests"), why=why,
+                 run_id=outcome.run.id if outcome.run else None, restarted=restarted, start=start)
+
+
+def failed_point(changes: dict[str, str], e: DeployFailed | BenchmarkError) -> Point:
+    res = e.fields.get("result") or {}
+    untouched = bool(res.get("host_untouched"))
+    cause = str((res.get("diagnosis") or e.fields.get("diagnosis") or {}).get("cause") or "")
+    memory = cause in MEMORY_CAUSES or "out of memory" in e.message.lower() or "not enough memory" in e.message.lower()
+    cap = res.get("capacity") or {}
+    why = e.message + (f" (diagnosis: {cause})" if cause and cause not in e.message else "")
+    return Point(changes, REFUSED if untouched else FAILED, kv_tokens=cap.get("max_total_num_tokens"),
+                 max_running=cap.get("max_running_requests"), why=why, restarted=not untouched,
+                 memory=memory and not untouched)
+
+
+async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, Any]]:
+    """The tune job: benchmark the start, search (`search_loop`), put the start back, answer with the best."""
+    params = ctx.job.params
+    knobs = knobs_from_params(params)
+    goal = goal_from_params(params)
+    budget = int(params.get("budget") or default_budget(knobs))
+    host = ctx.job.host
+    levels = (goal.concurrency,)
+    ops = exp.ops(host)
+    start = await exp.observe_live(ctx)
+    engine = unit_engine(start.text)
+    start_argv = read_exec_start(start.text).argv
+    shorts = {k.flag: flag_label(k.flag, engine) for k in knobs}
+    start_changes = {k.flag: v for k in knobs if (v := get_flag(start_argv, _engine_flag(k.flag, engine)))}
+    left_down = 0
+
+    await exp.progress(ctx, "benchmarking the starting configuration", f"C={goal.concurrency}")
+    start_point = point_of(start_changes, await exp.trial(ctx, start, {}, levels), goal, restarted=False,
+                           start=True)
+    repeats = await exp.results.repeats(host, next((r.model for r in await exp.results.for_job(ctx.job.id)), ""))
+    noise = measure_noise(repeats, goal.concurrency)
+    search = TuneSearch(knobs, goal, seed=int(params.get("seed", ctx.job.id)), budget=budget, noise=noise)
+    search.seed_point(start_point)
+    known = [Point.from_json(d) for d in params.get("known") or []]
+    for point in known:  # a resumed tune: what the earlier job measured, without restarting for it again
+        if all(point.changes.get(k.flag) in k.values for k in knobs) and key_of(point.changes) not in search.points:
+            search.seed_point(point)
+
+    async def gate(changes: dict[str, str]) -> str | None:
+        try:
+            argv = apply_changes(start_argv, changes).new_argv
+        except UserInputError as e:
+            return f"refused by pitcrew's flag schema: {e.message}"
+        return forecast_refusal(await exp.forecast_for(host, argv), goal, changes)
+
+    async def evaluate(changes: dict[str, str]) -> Point:
+        nonlocal left_down
+        current = await exp.observe_live(ctx)
+        try:
+            point = point_of(changes, await exp.trial(ctx, current, changes, levels), goal, restarted=True)
+        except (DeployFailed, BenchmarkError) as e:
+            point = failed_point(changes, e)
+            # never leave the unit down: back to the configuration that worked before this trial
+            await exp.restore(ctx, ops, current, reason=f"tune: {changes_label(changes)} failed")
+        if (await ops.state()).active_state != "active":
+            left_down += 1
+            await exp.restore(ctx, ops, start, reason="tune: the unit was not active after a trial")
+        async with ctx.step("tune-point") as d:  # durable as it happens: `tune resume <job>` starts from these
+            d["point"] = point.to_json()
+        return point
+
+    async def progress(n: int, changes: dict[str, str]) -> None:
+        await exp.progress(ctx, f"trial {n}/{budget}: {changes_label(changes)}",
+                           f"{len(search.order)} configurations evaluated")
+
+    try:
+        await search_loop(search, evaluate, gate, progress)
+    except JobCancelled:
+        await exp.restore(ctx, ops, start, reason="cancelled")
+        raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {start.id}") from None
+    await exp.restore(ctx, ops, start, reason="tune finished")
+    choice = search.choose()
+    best = choice.best
+    verdict = ""
+    if best is not None and start_point.throughput is not None and best.throughput is not None:
+        if best.start or best.changes == start_point.changes:
+            verdict = "the starting configuration is the best found"
+        else:
+            cmp = compare_samples((), (), new_median=best.throughput, old_median=start_point.throughput,
+                                  noise=noise, concurrency=goal.concurrency)
+            verdict = f"{cmp.text()} at C={goal.concurrency} over the start" if cmp else ""
+    result = {"knobs": [{"flag": k.flag, "short": shorts[k.flag], "values": list(k.values)} for k in knobs],
+              "goal": {"concurrency": goal.concurrency, "ttft_p95_ms": goal.ttft_p95_ms, "text": goal.describe()},
+              "budget": budget, "grid": grid_size(knobs), "restarts": search.restarts, "stopped": search.stopped,
+              "start": start_point.to_json(), "points": [p.to_json() for p in search.order],
+              "pareto": pareto_front(search.order),
+              "best": best.to_json() if best else None, "best_label": changes_label(best.changes) if best else None,
+              "verdict": verdict, "criterion": choice.why,
+              "within_noise": [changes_label(p.changes) for p in choice.within_noise],
+              "left_on": f"left on the starting configuration (revision {start.id})", "left_down": left_down,
+              "start_revision": start.id, "noise_pct": noise.sd_pct, "resumed": len(known),
+              "resumes": params.get("resumes")}
+    summary = (f"tune {goal.describe()}: best {result['best_label']} ({verdict}); {search.restarts} restarts of "
+               f"{grid_size(knobs)} in the grid" if best else
+               f"tune {goal.describe()}: no configuration met the goal in {search.restarts} restarts")
+    return summary, result
+
+
+def _engine_flag(flag: str, engine: str) -> str:
+    knob = knob_of(flag)
+    return knob.flag(engine_named(engine)) if knob else flag

@@ -1,0 +1,146 @@
+"""A tune on the simulated SGLang host, end to end: preview with budget, trials through the try machinery, a crash
+under the ramp rolled back before the next trial, the answer with the best point, its verdict, the failures,
+the Pareto chart and an Apply button; the host ends on its starting configuration and serves."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import httpx
+import pytest
+
+# 16 requests in flight: with fewer than 16 running-request slots some wait a whole request (96 tokens) for
+# their first token, far over the limit
+BENCH = {"concurrency": [16], "requests_per_level": 32, "warmup": 1, "input_len": 32, "output_len": 96}
+TUNE = "tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms in 6 restarts"
+
+
+def _job_id(text: str) -> int:
+    return int(re.search(r"Job (\d+)", text).group(1))
+
+
+async def test_tune_preview_states_knobs_goal_and_budget_and_refuses_a_bad_flag(make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",))
+    reply = await bot.say("tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms")
+    job_id = _job_id(reply.text)
+    (preview,) = bot.messages(lambda d: d.key == f"job:{job_id}" and not d.edit) or await bot.wait_messages(
+        lambda d: d.key == f"job:{job_id}")
+    text = preview.reply.text
+    assert "knobs: steps 2..4, mem 0.84,0.9 (6 configurations in the grid)" in text, text
+    assert "goal: the highest output throughput at C=16 with TTFT p95 under 250 ms" in text
+    assert "budget: at most 4 restarts (67 % of the grid's 6)" in text  # the default floor of 4 restarts
+    assert "estimated time: no recorded restart and benchmark on this host yet" in text
+    job = await bot.core.jobs.get(job_id)
+    assert job.kind == "tune" and job.state == "awaiting_confirmation"
+    assert job.params["knobs"] == [{"flag": "--speculative-num-steps", "values": ["2", "3", "4"]},
+                                   {"flag": "--mem-fraction-static", "values": ["0.84", "0.9"]}]
+    # a value the engine's own parser refuses stops the tune at the preview: no job
+    before = len(await bot.core.jobs.recent(limit=50))
+    refused = await bot.say("tune steps 2..4, attention-backend fa3,nope for throughput at 16")
+    assert "nope" in refused.text and "invalid choice" in refused.text, refused.text
+    assert len(await bot.core.jobs.recent(limit=50)) == before
+
+
+async def test_tune_preview_estimates_the_time_from_the_hosts_recorded_steps(make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",))
+    done = await bot.wait_job(_job_id((await bot.say("try 2 steps")).text), timeout=120)
+    assert done.state == "succeeded", done.summary
+    steps = await bot.core.jobs.step_seconds(done.host, ("stop", "start", "ramp", "benchmark"))
+    assert set(steps) == {"stop", "start", "ramp", "benchmark"} and all(v > 0 for v in steps.values())
+    job_id = _job_id((await bot.say(TUNE)).text)
+    (preview,) = await bot.wait_messages(lambda d: d.key == f"job:{job_id}")
+    m = re.search(r"estimated time: up to ~(\d+) min \(6 trials and the restore, each ~(\d+) s from this host's "
+                  r"recorded stop \d+ s, start \d+ s, ramp \d+ s, benchmark \d+ s\)", preview.reply.text)
+    assert m, preview.reply.text
+    assert int(m.group(2)) == round(sum(steps.values()))
+    assert int(m.group(1)) == max(1, round(7 * sum(steps.values()) / 60))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(450)  # ~1 min on a quiet machine; 2-3x that with the shared cores busy
+async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH)
+    before = bot.unit_text()
+    job = await bot.wait_job(_job_id((await bot.say(TUNE)).text), timeout=400)
+    assert job.state == "succeeded", job.summary
+    r = job.result
+    by_label = {p["label"]: p for p in r["points"]}
+    # the model's surface at C=16 (simhost/sglang/model.py): steps 3 at mem 0.90 has 18 slots and is fastest;
+    # steps 4 at mem 0.90 dies of CUDA OOM with 15 requests decoding; mem 0.84 leaves 14 slots at steps 3
+    assert r["best"]["label"] == "steps 3 · mem 0.9", r["points"]
+    assert r["restarts"] <= 6 and r["left_down"] == 0
+    assert by_label["steps 3 · mem 0.88"]["start"] and not by_label["steps 3 · mem 0.88"]["restarted"]
+    # a budget of the whole grid: every configuration is evaluated (or ruled out before a restart)
+    assert len(by_label) == 7 and r["stopped"] == "every configuration of the grid was evaluated"
+    crashed = by_label["steps 4 · mem 0.9"]
+    assert crashed["status"] == "failed" and crashed["memory"] and "crashed under the ramp" in crashed["why"]
+    assert by_label["steps 4 · mem 0.84"]["status"] == "violates"  # 14 slots: two of 16 requests wait
+    # 14 slots too: over the limit, or refused by the capacity forecast before a restart once the tune's own
+    # starts at mem 0.84 bracket it
+    assert by_label["steps 3 · mem 0.84"]["status"] in ("violates", "refused")
+    assert by_label["steps 3 · mem 0.9"]["ttft_p95_ms"] < 250
+    assert re.match(r"[+−]\d+ % \(±\d+ %\) — ", r["verdict"]), r["verdict"]
+    # the host is back on its starting configuration and serves
+    assert bot.unit_text() == before
+    async with httpx.AsyncClient(timeout=10) as client:
+        ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
+                               json={"model": "x", "prompt": "hi", "max_tokens": 4})
+    assert ok.status_code == 200
+    # every trial is a try's record: a stored run per measured point
+    runs = await bot.core.results.for_job(job.id)
+    assert len(runs) == sum(1 for p in r["points"] if p["run_id"] is not None)
+    (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:tune")
+    text = summary.reply.text
+    assert "best *steps 3 · mem 0.9*" in text, text
+    assert "✗ steps 4 · mem 0.9: steps 4 · mem 0.9 on " in text and "crashed under the ramp at C=16" in text
+    assert summary.reply.attachments[0].content.startswith(b"\x89PNG")
+    (apply,) = summary.reply.buttons
+    assert apply.label == "Apply"
+    assert apply.command == "try --speculative-num-steps=3 --mem-fraction-static=0.9 on " + job.host
+    # `show` lists the whole search first, and why each failure failed
+    shown = await bot.say(f"show {job.id}")
+    assert shown.tables[0].title.startswith("tune: 7 configurations")
+    assert "✗ steps 4 · mem 0.9:" in shown.text
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # two tunes: ~1.5 min on a quiet machine
+async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarting_what_it_measured(
+        make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH)
+    before = bot.unit_text()
+    job_id = _job_id((await bot.say(TUNE)).text)
+    # wait until a second trial has deployed: cancelling then must go back past the first trial's configuration
+    seen = {before}
+    for _ in range(1200):
+        seen.add(bot.unit_text())
+        if len(seen) >= 3:
+            break
+        await asyncio.sleep(0.05)
+    assert len(seen) >= 3, "no second trial deployed"
+    said = await bot.say(f"cancel {job_id}")
+    assert "restore the unit that was live before it" in said.text, said.text
+    job = await bot.wait_job(job_id, timeout=180)
+    assert job.state == "cancelled", (job.state, job.summary)
+    assert "back on revision" in job.summary
+    assert bot.unit_text() == before
+    async with httpx.AsyncClient(timeout=10) as client:
+        ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
+                               json={"model": "x", "prompt": "hi", "max_tokens": 4})
+    assert ok.status_code == 200
+    # what it measured was recorded as it happened; Resume continues from there
+    measured = [d["point"] for d in await bot.core.jobs.step_details(job_id, "tune-point")]
+    assert measured, "no trial point recorded"
+    (end,) = await bot.wait_messages(lambda d: d.key == f"job:{job_id}:end")
+    (resume,) = end.reply.buttons
+    assert resume.command == f"tune resume {job_id}"
+    reply = await bot.say(resume.command)
+    second = await bot.wait_job(_job_id(reply.text), timeout=400)
+    assert second.state == "succeeded", second.summary
+    assert second.result["resumed"] == len(measured) and second.result["resumes"] == job_id
+    again = {tuple(sorted(d["point"]["changes"].items()))
+             for d in await bot.core.jobs.step_details(second.id, "tune-point")}
+    assert not again & {tuple(sorted(p["changes"].items())) for p in measured}  # no restart for them again
+    assert second.result["restarts"] <= 6 and second.result["best"]["label"] == "steps 3 · mem 0.9"
+    assert bot.unit_text() == before

@@ -1,0 +1,175 @@
+"""The tune's search on known surfaces: it finds the optimum within its budget, never restarts for a point it
+has measured or one a memory failure already rules out, stops when nothing measurable is left to gain; the
+forecast refusal, the Pareto front, the table and the chart."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from handlers import charts, views
+from services.experiments.forecast import Forecast
+from services.experiments.tune import (
+    FAILED,
+    OK,
+    REFUSED,
+    VIOLATES,
+    Goal,
+    Point,
+    TuneKnob,
+    TuneSearch,
+    default_budget,
+    forecast_refusal,
+    pareto_front,
+    search_loop,
+)
+from services.experiments.verdicts import measure_noise
+
+A, B = "--speculative-num-steps", "--mem-fraction-static"
+KNOBS = (TuneKnob(A, tuple(str(i) for i in range(1, 7))), TuneKnob(B, ("0.80", "0.84", "0.88", "0.92", "0.96", "0.98")))
+GOAL = Goal(16, 500.0)
+
+
+def surface(changes: dict[str, str]) -> tuple[str, float, float]:
+    """Fast around steps 4 / mem 0.88; out of memory when both are high; slow TTFT at low mem and high steps."""
+    a, b = int(changes[A]), KNOBS[1].values.index(changes[B])
+    if a + b >= 8:
+        return FAILED, 0.0, 0.0
+    thr = max(100.0, 2000.0 - 200.0 * (a - 4) ** 2 - 150.0 * (b - 2) ** 2)
+    ttft = 200.0 + (400.0 if b < 1 and a > 2 else 0.0)
+    return (OK if ttft < 500 else VIOLATES), thr, ttft
+
+
+class Evaluator:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.restarted: list[dict[str, str]] = []
+
+    async def evaluate(self, changes: dict[str, str]) -> Point:
+        self.restarted.append(dict(changes))
+        status, thr, ttft = surface(changes)
+        if status == FAILED:
+            return Point(changes, FAILED, why="CUDA out of memory", restarted=True, memory=True)
+        return Point(changes, status, throughput=thr * (1 + self.rng.gauss(0, 0.015)), ttft_p95_ms=ttft,
+                     kv_tokens=300_000 - 10_000 * int(changes[A]), restarted=True)
+
+    async def gate(self, changes: dict[str, str]) -> str | None:
+        return None
+
+
+async def _run(seed: int, budget: int | None = None) -> tuple[TuneSearch, Evaluator]:
+    ev = Evaluator(seed)
+    search = TuneSearch(KNOBS, GOAL, seed=seed, budget=budget or default_budget(KNOBS), noise=measure_noise({}, 16))
+    await search_loop(search, ev.evaluate, ev.gate)
+    return search, ev
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+async def test_finds_the_optimum_within_noise_in_its_budget(seed: int) -> None:
+    search, ev = await _run(seed)
+    assert search.budget == 13  # 35 % of 36
+    assert search.restarts == len(ev.restarted) <= 13
+    best = search.choose().best
+    assert best is not None
+    status, thr, _ = surface(best.changes)
+    assert status == OK and thr >= 2000.0 * 0.958, best.changes  # within the ±4.2 % band of the optimum
+
+
+async def test_never_restarts_a_measured_point_nor_one_a_memory_failure_rules_out() -> None:
+    search, ev = await _run(1, budget=30)
+    keys = [tuple(sorted(c.items())) for c in ev.restarted]
+    assert len(keys) == len(set(keys))  # duplicates are answered from their measurement
+    assert any(p.status == FAILED for p in search.order), "the surface's memory wall was never hit"
+    failed: list[Point] = []  # the memory failures known when each restart was decided
+    for p in (p for p in search.order if p.restarted):
+        for f in failed:
+            dominated = all(k.values.index(p.changes[k.flag]) >= k.values.index(f.changes[k.flag]) for k in KNOBS)
+            assert not dominated, (p.changes, f.changes)
+        if p.status == FAILED:
+            failed.append(p)
+    refused = [p for p in search.order if p.status == REFUSED]
+    assert any("ran out of memory" in p.why for p in refused)
+    assert all(not p.restarted for p in refused)
+
+
+async def test_stops_when_nothing_measurable_is_left_to_gain() -> None:
+    ev = Evaluator(0)
+
+    async def flat(changes: dict[str, str]) -> Point:
+        ev.restarted.append(changes)
+        return Point(changes, OK, throughput=1000.0 * (1 + ev.rng.gauss(0, 0.005)), ttft_p95_ms=100.0,
+                     restarted=True)
+
+    search = TuneSearch(KNOBS, GOAL, seed=0, budget=30, noise=measure_noise({}, 16), patience=6)
+    await search_loop(search, flat, ev.gate)
+    assert search.restarts == 7  # the first point, then 6 that were not measurably better
+    assert "measurably better" in search.stopped
+
+
+def test_the_start_outside_the_grid_is_kept_but_not_taught() -> None:
+    search = TuneSearch(KNOBS, GOAL, seed=0, budget=5, noise=measure_noise({}, 16))
+    search.seed_point(Point({A: "9", B: "0.88"}, OK, throughput=1.0, ttft_p95_ms=1.0, start=True))
+    assert len(search.order) == 1 and not search.points and search.restarts == 0
+    search.seed_point(Point({A: "2", B: "0.88"}, OK, throughput=1.0, ttft_p95_ms=1.0, start=True))
+    assert len(search.points) == 1 and search.restarts == 0
+
+
+def test_forecast_refuses_only_a_fitted_forecast_below_the_goal() -> None:
+    fc = Forecast(tokens=200_000, max_running=11, used=(), extrapolated=False, notes=())
+    assert "max running requests ~11 < C=16" in (forecast_refusal(fc, GOAL, {}) or "")
+    assert forecast_refusal(fc, Goal(8, 500.0), {}) is None  # enough slots
+    assert forecast_refusal(fc, Goal(16), {}) is None  # no TTFT limit: queueing only costs latency
+    extrapolated = Forecast(tokens=200_000, max_running=11, used=(), extrapolated=True, notes=("x",))
+    assert forecast_refusal(extrapolated, GOAL, {}) is None
+    assert forecast_refusal(None, GOAL, {}) is None
+
+
+def _result() -> dict[str, object]:
+    pts = [Point({A: "3", B: "0.88"}, OK, 1800.0, 200.0, kv_tokens=295_931, max_running=17, start=True),
+           Point({A: "4", B: "0.88"}, VIOLATES, 2100.0, 900.0, kv_tokens=243_470, max_running=14, restarted=True),
+           Point({A: "2", B: "0.88"}, OK, 1500.0, 150.0, kv_tokens=377_207, max_running=21, restarted=True),
+           Point({A: "3", B: "0.84"}, OK, 1400.0, 300.0, kv_tokens=250_000, max_running=14, restarted=True),
+           Point({A: "5", B: "0.96"}, FAILED, why="crashed under the ramp at C=16", restarted=True, memory=True)]
+    return {"goal": {"concurrency": 16, "ttft_p95_ms": 500.0, "text": "throughput at C=16 with TTFT p95 < 500 ms"},
+            "points": [p.to_json() for p in pts], "pareto": pareto_front(pts), "restarts": 4,
+            "best": pts[0].to_json()}
+
+
+def test_pareto_front_table_and_chart() -> None:
+    result = _result()
+    assert result["pareto"] == [2, 0, 1]  # by TTFT; steps 3 at mem 0.84 is beaten on both
+    table = views.tune_table(result)
+    assert [r[0] for r in table.rows] == ["steps 3 · mem 0.88 ✓", "steps 4 · mem 0.88 ◆", "steps 2 · mem 0.88 ◆",
+                                          "steps 3 · mem 0.84", "steps 5 · mem 0.96 ✗"]
+    assert table.rows[1][-1] == "over the TTFT limit" and table.rows[0][-1] == "meets the goal (start)"
+    assert views.tune_failures(result) == ["✗ steps 5 · mem 0.96: crashed under the ramp at C=16"]
+    fig = charts.tune_figure(result)
+    assert fig is not None
+    ax = fig.axes[0]
+    (front,) = [ln for ln in ax.get_lines() if ln.get_label() == "Pareto front"]
+    assert list(front.get_xdata()) == [150.0, 200.0, 900.0]
+    assert any(t.get_text() == "steps 2 · mem 0.88\nKV 377,207" for t in ax.texts)
+    assert "failed or refused: steps 5 · mem 0.96" in ax.get_title()
+    labels = ax.get_legend_handles_labels()[1]
+    assert "best: steps 3 · mem 0.88" in labels and "TTFT limit 500 ms" in labels
+    assert charts.render_png(fig).startswith(b"\x89PNG")
+
+
+def test_a_trial_failure_becomes_a_point() -> None:
+    """The preflight gate's refusal costs no restart; a crash diagnosed as out of memory marks its region."""
+    from services.errors import BenchmarkError, DeployFailed
+    from services.experiments.tune import failed_point
+
+    refused = failed_point({A: "4"}, DeployFailed("preflight refused the new configuration on gpu-1: bad flag",
+                                                  result={"host_untouched": True}))
+    assert (refused.status, refused.restarted, refused.memory) == (REFUSED, False, False)
+    crash = failed_point({A: "9"}, DeployFailed("steps 9 on gpu-1: the server crashed under the ramp at C=2",
+                                                result={"diagnosis": {"cause": "cuda_oom_runtime"},
+                                                        "capacity": {"max_total_num_tokens": 120_000,
+                                                                     "max_running_requests": 6}}))
+    assert (crash.status, crash.restarted, crash.memory, crash.kv_tokens) == (FAILED, True, True, 120_000)
+    assert crash.why.endswith("(diagnosis: cuda_oom_runtime)")
+    other = failed_point({A: "5"}, BenchmarkError("the server on gpu-1 answered none of the benchmark's requests"))
+    assert (other.status, other.restarted, other.memory) == (FAILED, True, False)
+    assert Point.from_json(crash.to_json()) == crash
