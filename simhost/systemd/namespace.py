@@ -138,6 +138,7 @@ class SystemdNamespace:
         self.state.mkdir(parents=True, exist_ok=True)
         setup_path = self.state / "setup.sh"
         setup_path.write_text(setup)
+        (self.state / "token").write_text(self.token)  # which cgroups are this host's (pitcrew-sim-<token>)
         procs_files = []
         await asyncio.to_thread(reap_orphaned_cgroups)
         for group in host_cgroups(self.token):

@@ -92,8 +92,9 @@ async def test_sim_up_with_real_systemd_prints_entry_and_a_kill_of_it_leaves_not
     finally:
         proc.kill()
         await proc.wait()
+    ours = f"{CGROUP_PREFIX}{(state / 'systemd' / 'token').read_text()}"  # other tests' hosts may be running
     for _ in range(100):
-        inside = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _in_ours(p, CGROUP_PREFIX)]
+        inside = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _in_ours(p, ours)]
         if not inside:
             break
         await asyncio.sleep(0.05)
