@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # and the run reports it as RERUN: a timing flake on a busy machine does not turn CI red, a real failure still does.
 TEST_WORKERS ?= 4
 
-.PHONY: demo test lint install lock
+.PHONY: demo test test-quick lint install lock
 
 # Installs exactly the versions in requirements.lock (hash-checked: what CI tested), then pitcrew itself.
 $(STAMP): pyproject.toml requirements.lock
@@ -26,6 +26,16 @@ test: $(STAMP)
 	@command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || echo "note: no OpenSSH sshd here; the OpenSSH half of the host contract suite will be skipped (CI installs openssh-server)"
 	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" --reruns 2 --reruns-delay 1 -rR $(PYTEST_ARGS)
 	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -m serial --reruns 2 --reruns-delay 1 -rR $(PYTEST_ARGS)
+
+# The quick loop while you work (~45 s here): the unit-level tests of every layer (basics, store, units, handlers, diagnosis
+# without its incident corpus, doctor's sudo parsing, the bot's settings, the bench's SSE parser, the service-manager
+# contract on the supervisor, the import contracts), no scenario test, no real systemd, SQLite only.
+QUICK := tests/basics tests/handlers tests/units tests/store tests/architecture tests/diagnosis \
+	tests/doctor/test_doctor_sudo.py tests/bot/test_settings_logs.py tests/simhost/test_simhost_manager_contract.py \
+	tests/incidents/test_incidents_evidence_parse.py tests/bench/test_bench_sse.py
+test-quick: $(STAMP)
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow and not serial" \
+		-k "not systemd-real and not postgresql" --deselect tests/diagnosis/test_incident_corpus.py $(QUICK)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
