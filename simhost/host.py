@@ -256,7 +256,7 @@ class SimHost:
         """Send SIG`signame` (KILL, STOP, CONT, ...) to the unit's main process; False when it has none."""
         if self.real is not None:
             return await self.real.signal_main(signame)
-        pid = self.supervisor.main_pid if self.supervisor is not None else 0
+        pid = await self.main_pid()
         if pid:
             procs.kill(pid, getattr(signal, f"SIG{signame}"))
         return bool(pid)
@@ -284,16 +284,17 @@ class SimHost:
 
     # ---- faults ------------------------------------------------------------------------------------
     async def fault(self, name: str) -> str:
+        """Inject fault `name`. On real systemd the processes are placed inside the host, signals go to the unit's
+        MainPID as systemd reports it, the Xid line is sent to journald by the kernel's identifier (its
+        `_TRANSPORT` is then `journal`), and a stale holder cannot be armed while the engine runs."""
         if name not in FAULTS:
             raise ValueError(f"unknown fault {name!r} (one of {', '.join(FAULTS)})")
-        if self.real is not None:
-            return await self._fault_real(name)
-        sup = self.supervisor
-        assert sup is not None
         if name == "stale-gpu-holder":
-            if not sup.main_pid:  # nothing running: a leftover of an earlier run holds the memory now
+            if not await self.main_pid():  # nothing running: a leftover of an earlier run holds the memory now
                 self._spawn_stale({i: 94312 for i in range(self.gpus)})
                 return "a leftover process now holds GPU memory"
+            if self.real is not None:
+                return "the engine is running: stop it first (on real systemd a leftover holder is placed at once)"
             self._stale_armed = True
             return "armed: the next server that dies leaves its GPU memory held"
         if name == "port-in-use":
@@ -303,25 +304,24 @@ class SimHost:
             simstate.update(self.root, slow_load=True)
             return "weight loading is 3x slower from the next start"
         if name == "nccl-timeout":
-            if sup.main_pid:
-                procs.kill(sup.main_pid, signal.SIGUSR1)
-                return "NCCL watchdog timeout injected"
-            return "no server running"
+            return "NCCL watchdog timeout injected" if await self.signal_main("USR1") else "no server running"
         if name == "xid":
             lost = self.gpus - 1
             from simhost.tools.nvidia_smi import bus_id
 
             pci = bus_id(lost)[4:-2].lower()
-            assert self._journal is not None
-            self._journal.append({"_TRANSPORT": "kernel", "SYSLOG_IDENTIFIER": "kernel", "SYSLOG_FACILITY": 0,
-                                  "PRIORITY": 4, "_SOURCE_MONOTONIC_TIMESTAMP": 0,
-                                  "MESSAGE": f"NVRM: Xid (PCI:{pci}): 79, pid='<unknown>', name=<unknown>, "
-                                             "GPU has fallen off the bus."})
+            message = f"NVRM: Xid (PCI:{pci}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+            if self.real is not None:
+                fields = f"MESSAGE={message}\nSYSLOG_IDENTIFIER=kernel\nSYSLOG_FACILITY=0\nPRIORITY=4\n"
+                await self.real.ns.run(["logger", "--journald"], input=fields.encode())
+            else:
+                assert self._journal is not None
+                self._journal.append({"_TRANSPORT": "kernel", "SYSLOG_IDENTIFIER": "kernel", "SYSLOG_FACILITY": 0,
+                                      "PRIORITY": 4, "_SOURCE_MONOTONIC_TIMESTAMP": 0, "MESSAGE": message})
             shape = gpu.read_shape(self.root)
             gpu.write_shape(self.root, self.gpus, self.gpu_memory_mib)
             _write_json(gpu.gpu_dir(self.root) / "gpus.json", {**shape, "lost": [lost]})
-            if sup.main_pid:
-                procs.kill(sup.main_pid, signal.SIGUSR2)
+            await self.signal_main("USR2")
             return f"Xid 79 on GPU {lost}"
         # clear
         self._stale_armed = False
@@ -330,40 +330,11 @@ class SimHost:
         simstate.update(self.root, residual_gib=0.0, slow_load=False)
         return "all faults cleared"
 
-    async def _fault_real(self, name: str) -> str:
-        """The same faults on real systemd: processes are placed inside the host, signals go to the unit's
-        MainPID as systemd reports it, and the Xid line is sent to journald by the kernel's identifier."""
-        real = self.real
-        assert real is not None
-        if name == "stale-gpu-holder":
-            if await real.main_pid():
-                return "the engine is running: stop it first (on real systemd a leftover holder is placed at once)"
-            self._spawn_stale({i: 94312 for i in range(self.gpus)})
-            return "a leftover process now holds GPU memory"
-        if name == "port-in-use":
-            self._spawn_sleeper("python3", "127.0.0.1", self.server_port)
-            return f"port {self.server_port} is now held by another process"
-        if name == "slow-load":
-            simstate.update(self.root, slow_load=True)
-            return "weight loading is 3x slower from the next start"
-        if name == "nccl-timeout":
-            return "NCCL watchdog timeout injected" if await real.signal_main("USR1") else "no server running"
-        if name == "xid":
-            lost = self.gpus - 1
-            from simhost.tools.nvidia_smi import bus_id
-
-            pci = bus_id(lost)[4:-2].lower()
-            fields = (f"MESSAGE=NVRM: Xid (PCI:{pci}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
-                      "the bus.\nSYSLOG_IDENTIFIER=kernel\nSYSLOG_FACILITY=0\nPRIORITY=4\n")
-            await real.ns.run(["logger", "--journald"], input=fields.encode())
-            shape = gpu.read_shape(self.root)
-            _write_json(gpu.gpu_dir(self.root) / "gpus.json", {**shape, "lost": [lost]})
-            await real.signal_main("USR2")
-            return f"Xid 79 on GPU {lost}"
-        self._kill_sleepers()
-        gpu.write_shape(self.root, self.gpus, self.gpu_memory_mib)
-        simstate.update(self.root, residual_gib=0.0, slow_load=False)
-        return "all faults cleared"
+    async def main_pid(self) -> int:
+        """The unit's main pid as the host's tools see it (0 when it has none)."""
+        if self.real is not None:
+            return await self.real.main_pid()
+        return self.supervisor.main_pid if self.supervisor is not None else 0
 
     def _spawn_sleeper(self, comm: str, *bind: object) -> int:
         """A process named `comm` (optionally listening on `bind`); returns its pid as the host's tools see it."""
