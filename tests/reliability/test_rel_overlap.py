@@ -24,13 +24,6 @@ N_TRIES = 20
 async def test_twenty_concurrent_tries_never_overlap(rel_bot, any_db_url: str, systemd: str) -> None:
     # twenty on SQLite; ten on PostgreSQL (the lease race there goes through INSERT ... IntegrityError); on systemd
     # 252 itself the host's side is what matters, so once, on SQLite
-    if systemd == "real":
-        # Found by this test on systemd 252 with OpenSSH's sshd: about one run in two, one of the twenty concurrent
-        # previews loses its SSH connection mid-`systemctl` ("The connection to host 'sim-gpu-1' was lost while
-        # `systemctl` ran"). Not yet explained (the bot holds at most 8 channels; sshd allows 10 sessions); the
-        # supervisor's asyncssh server never shows it. Skipped until it is: a rerun must not hide it.
-        pytest.skip("real systemd + OpenSSH: an SSH connection lost under twenty concurrent previews (open, see the "
-                    "comment above)")
     n_tries = N_TRIES if any_db_url.startswith("sqlite") else N_TRIES // 2
     bot = await rel_bot("healthy", db_url=any_db_url, systemd=systemd)
     host = bot.sim.info["name"]
