@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import itertools
 
-import pytest
 from rel_kit import check_no_interleaving, job_id_of, systemd_unit_sequence
 from sqlalchemy import func, select
 
