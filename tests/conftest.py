@@ -99,7 +99,7 @@ _SCENARIO_DIRS = ("e2e", "demo", "reliability")
 # Tests whose assertions are about time or rates against a ground truth (the benchmark against the truth server, the
 # simulated server's token rates, chat acks under load, a kill timed against a running benchmark): `make test` runs
 # them after the rest, alone, so the other tests' CPU cannot bend their figures.
-_SERIAL = ("bench/", "simhost/test_simhost_server.py", "bot/slack/test_slack_load.py",
+_SERIAL = ("bench/", "simhost/test_simhost_server.py", "simhost/test_simhost_seed.py", "bot/slack/test_slack_load.py",
            "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py",
            "bot/slack/test_slack_pacing.py", "bot/slack/test_slack_home.py", "handlers/router/test_job_notifier.py",
            # lease TTLs of 2-3 s against heartbeats, and the unit sampled every 200 ms

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 
+import pytest
 from rel_kit import check_no_interleaving, job_id_of, systemd_unit_sequence
 from sqlalchemy import func, select
 
@@ -22,8 +23,11 @@ N_TRIES = 20
 
 async def test_twenty_concurrent_tries_never_overlap(rel_bot, any_db_url: str, systemd: str) -> None:
     # twenty on SQLite; ten on PostgreSQL (the lease race there goes through INSERT ... IntegrityError); on systemd
-    # 252 itself the host's side is what matters, so once, on SQLite
-    n_tries = N_TRIES if any_db_url.startswith("sqlite") else N_TRIES // 2
+    # 252 itself the host's side is what matters, so once, on SQLite, with ten
+    if systemd == "real" and not any_db_url.startswith("sqlite"):
+        pytest.skip("real systemd: the host's side is checked once, on SQLite (the PostgreSQL lease race is checked "
+                    "on the supervisor)")
+    n_tries = N_TRIES if any_db_url.startswith("sqlite") and systemd == "python" else N_TRIES // 2
     bot = await rel_bot("healthy", db_url=any_db_url, systemd=systemd)
     host = bot.sim.info["name"]
     samples: list[tuple[int, int]] = []
@@ -42,7 +46,7 @@ async def test_twenty_concurrent_tries_never_overlap(rel_bot, any_db_url: str, s
     replies = await asyncio.gather(*(bot.say(f"try {4 + i % 2} steps", user=f"U{i}") for i in range(n_tries)))
     ids = [job_id_of(r) for r in replies]
     assert len(set(ids)) == n_tries
-    async with asyncio.timeout(150):
+    async with asyncio.timeout(12 * n_tries):  # ~5 s a try on a loaded 2-core machine; FIFO, one at a time
         while True:
             jobs = [await bot.core.jobs.get(i) for i in ids]
             if all(j.state not in ("queued", "running") for j in jobs):
