@@ -84,7 +84,9 @@ async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str],
     checks.extend(_path_checks(model, tokenizer, sections.get("paths", ""), user, engine))
     checks.append(_port_check(argv, evidence, own, unit, engine))
     checks.append(_disk_check(sections.get("disk", ""), log_dir))
-    checks.extend(_gpu_checks(argv, unit_text, sections, own, attributed_pids(evidence)))
+    gone = {int(p["pid"]) for p in evidence.get("process_info") or []  # exited, not yet reaped: no GPU memory
+            if isinstance(p, dict) and str(p.get("cmdline", "")).rstrip().endswith("<defunct>")}
+    checks.extend(_gpu_checks(argv, unit_text, sections, own | gone, attributed_pids(evidence)))
     return [_unattributed(c, evidence, unit) for c in checks]
 
 
