@@ -77,6 +77,9 @@ async def test_a_context_beyond_the_units_memory_limit_is_oom_killed_diagnosed_a
     result = job.result or {}
     diagnosis = result.get("diagnosis") or {}
     assert diagnosis.get("cause") == "host_oom_kill", json.dumps(diagnosis, indent=1)[:6000]
+    evidence = "\n".join(diagnosis.get("evidence") or [])
+    assert "A process of this unit has been killed by the OOM killer." in evidence, evidence
+    assert "llama_context: n_ctx_seq (65536) > n_ctx_train (8192)" in evidence, evidence  # the engine's own line
     assert result.get("rolled_back_to") is not None
     assert bot.unit_text() == before
     await bot.sim.wait_ready(60)
