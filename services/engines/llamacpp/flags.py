@@ -23,18 +23,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from services.engines.flags import (
-    CurrentFlags,
     FlagDef,
     FlagItem,
     FlagPlan,
+    current_flags,
     flag_key,
+    flag_values,
     help_line,
     index_flags,
+    parse_flags,
     parse_value,
     resolve_in,
     rewrite_flags,
 )
-from services.errors import UnitError, UserInputError
+from services.errors import UserInputError
 
 __all__ = [
     "DRAFT_LENGTH",
@@ -111,56 +113,15 @@ SWITCHES = frozenset({
 
 
 def parse_items(argv: Sequence[str]) -> list[FlagItem]:
-    """Split a ``llama-server`` argv (after the executable) into (flag, value, index, count) items: ``--name value``,
-    ``--name=value`` and the one-dash short forms (``-np 4``); an option followed by another option is a switch."""
-    items: list[FlagItem] = []
-    i, n = 1, len(argv)
-    while i < n:
-        w = argv[i]
-        if w.startswith("-") and len(w) > 1 and not _is_number(w):
-            if w.startswith("--") and "=" in w:
-                name, _, val = w.partition("=")
-                items.append((name, val, i, 1))
-                i += 1
-                continue
-            if w not in SWITCHES and i + 1 < n and (not argv[i + 1].startswith("-") or _is_number(argv[i + 1])):
-                items.append((w, argv[i + 1], i, 2))
-                i += 2
-                continue
-            items.append((w, None, i, 1))
-        i += 1
-    return items
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-    except ValueError:
-        return False
-    return True
-
-
-def _current(argv: Sequence[str]) -> CurrentFlags:
-    out: CurrentFlags = {}
-    for name, value, idx, count in parse_items(argv):
-        fdef = _BY_NAME.get(name)
-        if fdef is None:
-            continue
-        if fdef in out:
-            raise UnitError(f"The unit sets {fdef.name} twice; fix the unit by hand before changing it.")
-        out[fdef] = ("true" if value is None else value, idx, count, name, count == 1 and value is not None)
-    return out
+    """A ``llama-server`` argv's (flag, value, index, count) items: its one-dash short forms too (``-np 4``)."""
+    return parse_flags(argv, SWITCHES, short=True)
 
 
 def read_values(argv: Sequence[str]) -> dict[str, str]:
     """The schema's flags an argv sets, canonical name -> value (last one wins, as llama.cpp's parser); the draft
     length of the unit's --spec-type reads as ``--spec-draft-n-max`` (what the neutral words name), as vLLM's
     spec tokens inside its JSON read as its flag."""
-    out: dict[str, str] = {}
-    for name, value, _, _ in parse_items(argv):
-        fdef = _BY_NAME.get(name)
-        if fdef is not None:
-            out[fdef.name] = "true" if value is None else value
+    out = flag_values(argv, _BY_NAME, SWITCHES, short=True)
     types = spec_types(argv)
     lengths = {DRAFT_LENGTH[t] for t in types if t in DRAFT_LENGTH}
     if len(lengths) == 1:
@@ -223,7 +184,7 @@ def apply_changes(argv: Sequence[str], changes: Mapping[str, str | None]) -> Fla
     ``--spec-draft-n-max`` (what the neutral words name) goes to the draft length of the unit's --spec-type; a
     logical batch below the unit's physical batch takes the physical batch down with it (llama.cpp would clamp
     it anyway; the plan says so)."""
-    current = _current(argv)
+    current = current_flags(argv, _BY_NAME, SWITCHES, short=True)
     wanted: dict[FlagDef, str | None] = {}
     notes: list[str] = []
     for word, raw in changes.items():
