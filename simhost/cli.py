@@ -52,6 +52,14 @@ def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_m
         if (why := unavailable()) is not None:
             raise click.ClickException(f"real systemd cannot be booted here: {why} (use --systemd python)")
 
+    if engine == "llamacpp":
+        from simhost.llamacpp.build import EngineNotBuilt, built
+
+        try:
+            built()
+        except EngineNotBuilt as exc:
+            raise click.ClickException(str(exc)) from None
+
     async def run() -> None:
         host = SimHost(Path(state_dir) if state_dir else None, scenario=scenario, time_scale=time_scale,
                        gpus=gpus, gpu_memory_mib=gpu_memory_mib, ssh_port=ssh_port, name=name,
