@@ -357,10 +357,11 @@ def flag_key(word: str) -> str:
 
 
 def index_flags(flags: Sequence[FlagDef]) -> tuple[dict[str, FlagDef], dict[str, FlagDef]]:
-    """(word -> flag for every spelling and alias, first one wins; exact spelling -> flag)."""
+    """(word -> flag for every ``--`` spelling and alias, first one wins; exact spelling -> flag). One-dash short
+    spellings (llama.cpp's ``-c``, ``-np``) are no chat words: ``c`` is the concurrency's, ``a`` a host's name."""
     by_word: dict[str, FlagDef] = {}
     for f in flags:
-        for w in (*(s[2:] for s in f.all_spellings), *f.aliases):
+        for w in (*(s[2:] for s in f.all_spellings if s.startswith("--")), *f.aliases):  # not llama.cpp's `-c`
             by_word.setdefault(w, f)
     return by_word, {s: f for f in flags for s in f.all_spellings}
 

@@ -35,6 +35,9 @@ async def test_a_removed_flag_is_refused_in_the_engines_own_words_and_nothing_ch
             "--spec-ngram-mod-n-max") in text, text
     assert bot.unit_text() == before and await bot.sim.main_pid() == pid
     assert not await bot.core.jobs.queue()
+    reply = await bot.say("try mem 0.5")  # a word with no meaning for this engine: said why, nothing queued
+    assert "'mem' has no meaning on llama.cpp" in reply.text and "--ctx-size" in reply.text, reply.text
+    assert bot.unit_text() == before and not await bot.core.jobs.queue()
 
 
 async def test_try_2_draft_tokens_runs_the_real_engine_with_its_own_accept_rate(make_bot) -> None:

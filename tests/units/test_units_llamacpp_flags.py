@@ -99,3 +99,12 @@ def test_forecast_knobs_read_the_draft_length() -> None:
     knobs = engine_for(ARGV).forecast_knobs(ARGV, "")
     assert (knobs.draft_tokens, knobs.context_length, knobs.explicit_max_running, knobs.label) == (
         5, 4096, 2, "draft tokens 4")
+
+
+def test_one_dash_spellings_are_no_chat_words() -> None:
+    """`-fa`, `-c`, `-np` are read in a unit, but `a`, `c`, `np` stay a host's name, the concurrency, a typo."""
+    from handlers.grammar import parse
+    from services.engines import lookup_flag
+
+    assert [lookup_flag(w) for w in ("a", "c", "p", "np", "b", "t")] == [None] * 6
+    assert parse("sweep steps 1..2 on a").host == "a"  # type: ignore[attr-defined]
