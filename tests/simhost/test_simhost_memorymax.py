@@ -25,7 +25,7 @@ def _cgroups_here() -> str | None:
 @pytest.mark.skipif(_cgroups_here() is not None, reason=f"no memory cgroup here: {_cgroups_here()}")
 async def test_a_unit_over_its_memory_max_is_oom_killed_with_systemds_words(tmp_path: Path) -> None:
     async with SimHost(tmp_path / "s", ssh=False, time_scale=SCALE) as host:
-        text = host.unit_path.read_text().replace("[Service]\n", "[Service]\nMemoryMax=24M\n")
+        text = host.unit_path.read_text().replace("[Service]\n", "[Service]\nMemoryMax=6M\n")
         host.unit_path.write_text(text)
         assert host.supervisor is not None
         await host.supervisor.daemon_reload()
