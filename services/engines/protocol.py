@@ -148,7 +148,7 @@ class Engine(Protocol):
 
     # --- host facts (preflight)
     default_port: int
-    mem_flag: str  # the flag of the GPU memory fraction
+    mem_flag: str  # the flag of the GPU memory fraction ("" when the engine has none: llama.cpp)
     mem_default: float | None  # its value when the unit does not set it (None: the engine decides at start)
     no_model: str  # the preflight line when ExecStart= names no model
     help_unread: str | None  # None when preflight checks a new argv against the engine's own --help, else why not

@@ -50,7 +50,7 @@ class LlamaCpp:
         "seqs": "--parallel", "spec": "a shorter draft (the draft length of --spec-type)",
         "graphs": "--n-gpu-layers", "chunk": "--batch-size / --ubatch-size"}
     default_port = 8080
-    mem_flag = "--mem-fraction"  # no such flag: llama.cpp has no memory fraction (host checks find none set)
+    mem_flag = ""  # llama.cpp has no GPU memory fraction: the host checks have none to compare
     mem_default: float | None = None
     no_model = "model path: ExecStart= gives no model (llama-server -m MODEL.gguf)"
     help_unread: str | None = None
