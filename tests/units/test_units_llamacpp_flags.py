@@ -108,3 +108,15 @@ def test_one_dash_spellings_are_no_chat_words() -> None:
 
     assert [lookup_flag(w) for w in ("a", "c", "p", "np", "b", "t")] == [None] * 6
     assert parse("sweep steps 1..2 on a").host == "a"  # type: ignore[attr-defined]
+
+
+def test_draft_tokens_is_a_word_on_every_engine() -> None:
+    from units_testkit import SGLANG_ARGV, VLLM_UNIT
+
+    # SGLang: its own --speculative-num-draft-tokens, with its topk-1 coupling (draft = steps + 1) kept
+    with pytest.raises(UserInputError, match=r"SGLang always uses steps \+ 1 = 4 draft tokens"):
+        apply_changes(SGLANG_ARGV, {"draft-tokens": "6"})
+    vllm = apply_changes(read_exec_start(VLLM_UNIT).argv, {"draft-tokens": "6"})
+    assert [(c.flag, c.key, c.new) for c in vllm.diff] == [("--speculative-config", "num_speculative_tokens", "6")]
+    llama = apply_changes(ARGV, {"draft-tokens": "6"})
+    assert [(c.flag, c.new) for c in llama.diff] == [("--spec-ngram-simple-size-m", "6")]
