@@ -31,7 +31,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [("databases: sqlite + postgresql (" + PG_URL.split("@")[-1] + ")" if PG_URL
              else "databases: sqlite only (PITCREW_TEST_PG_URL not set: PostgreSQL tests skipped)"),
             ("systemd: the sim's supervisor and systemd 252 booted in namespaces" if why is None
-             else f"systemd: the sim's supervisor only (real systemd: {why})")]
+             else f"systemd: the sim's supervisor only (real systemd: {why})"),
+            _llamacpp_header()]
+
+
+def _llamacpp_header() -> str:
+    from simhost.llamacpp.build import EngineNotBuilt, built
+
+    try:
+        b = built()
+    except EngineNotBuilt as exc:
+        return f"llama.cpp engine: real-engine tests skipped ({exc})"
+    return f"llama.cpp engine: the real llama-server from {b.server.parent} (llama-cpp-python {b.version})"
 
 
 def _real_systemd() -> pytest.MarkDecorator:

@@ -257,7 +257,8 @@ def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
     if not present:
         return []
     held_any = {g: sum(m for _, m in others.get(g, [])) for g in present}
-    what = f"{mem_name} {frac}" if frac is not None else "the engine's default mem-fraction"
+    what = (f"{mem_name} {frac}" if frac is not None else "the engine's default mem-fraction" if engine.mem_flag
+            else "what the engine allocates")
     if any(held_any.values()):
         worst_g = max(held_any, key=lambda k: held_any[k])
         return [Check(WARN, f"GPU {worst_g}: {held_any[worst_g]:,} MiB held by other processes; {what} still fits")]
