@@ -40,8 +40,9 @@ async def test_a_removed_flag_is_refused_in_the_engines_own_words_and_nothing_ch
     assert bot.unit_text() == before and not await bot.core.jobs.queue()
 
 
-async def test_try_2_draft_tokens_runs_the_real_engine_with_its_own_accept_rate(make_bot) -> None:
-    bot = await make_bot("healthy", engine="llamacpp", bench=BENCH, confirm=("try",))
+async def test_try_2_draft_tokens_runs_the_real_engine_with_its_own_accept_rate(make_bot, systemd: str) -> None:
+    """On both service managers: the real engine under systemd 252 itself too."""
+    bot = await make_bot("healthy", engine="llamacpp", bench=BENCH, confirm=("try",), systemd=systemd)
     await bot.sim.wait_ready(60)
     before = bot.unit_text()
     assert unit_engine(before) == "llamacpp"
