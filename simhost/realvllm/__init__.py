@@ -19,8 +19,10 @@ __all__ = ["DEFAULT_VERSION", "MODEL", "SERVE_ENV", "VERSIONS", "cache_dir", "en
 VERSIONS = ("0.32", "0.11")
 DEFAULT_VERSION = "0.32"
 MODEL = "SmolLM2-135M-Instruct"
-# HF_HUB_OFFLINE: nothing from a model hub, ever; the KV cache on CPU is VLLM_CPU_KVCACHE_SPACE GiB
-SERVE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2"}
+# HF_HUB_OFFLINE: nothing from a model hub, ever; the KV cache on CPU is VLLM_CPU_KVCACHE_SPACE GiB (93,184 tokens);
+# VLLM_ALLOW_LONG_MAX_MODEL_LEN: a context past the model's 8,192 passes argument validation, so a context the KV
+# cache cannot hold fails where it does on a GPU host with a long-context model (the KV cache check, `kv_cache_oom`)
+SERVE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
 STAMP = ".pitcrew-built"
 
 

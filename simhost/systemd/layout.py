@@ -64,6 +64,7 @@ class HostLayout:
     repo: Path
     environment: dict[str, str]
     sudoers: str | None = None  # None: `sudoers_rule(USER, unit)`; "": no rule at all
+    reach: tuple[Path, ...] = ()  # more paths the login user must reach (a real engine and its model)
 
     def script(self) -> str:
         """The bash script `boot.sh` runs chrooted in the overlay before it execs systemd."""
@@ -99,7 +100,7 @@ class HostLayout:
             "chmod 755 /opt/vllm/bin/vllm",
             # the pitcrew user must reach the source tree and the state directory through their parents
             *(f"p={q(str(path))}; while [ \"$p\" != / ]; do p=$(dirname \"$p\"); chmod o+x \"$p\"; done"
-              for path in (self.repo, self.sim_dir)),
+              for path in (self.repo, self.sim_dir, *self.reach)),
         ]
         return "\n".join(parts) + "\n"
 

@@ -1,10 +1,12 @@
 """Parsers for vLLM's log lines (FORMATS b): capacity at start-up, the spec-decoding and throughput lines.
 
 vLLM 0.11 logs its KV cache capacity on two lines (``GPU KV cache size: 1,234,560 tokens`` and
-``Maximum concurrency for 32,768 tokens per request: 37.68x``, ``kv_cache_utils.py:1087/1091``; 0.33
-joins them on one line), the context it uses (``Using max model len 32768``) and the KV cache memory
-(``Available KV cache memory: 10.79 GiB``). Every 10 s the API server logs a throughput line
-(``Engine 000: Avg prompt throughput: …``) and, with speculative decoding, a ``SpecDecoding metrics:``
+``Maximum concurrency for 32,768 tokens per request: 37.68x``, ``kv_cache_utils.py:1087/1091``; 0.32
+joins them on one line, and its CPU build says ``CPU KV cache size``: the device is kept), the context it uses
+(``Using max model len 32768``) and the KV cache memory (``Available KV cache memory: 10.79 GiB``; the CPU build:
+``Explicitly set (2.0/23.54) GiB for KV cache on node 0.``, from ``VLLM_CPU_KVCACHE_SPACE``). Every 10 s the API
+server logs a throughput line (``Engine 000: Avg prompt throughput: …``) and, with speculative decoding, a
+``SpecDecoding metrics:``
 line (mean acceptance length = 1 + accepted / drafts). Messages arrive here with vLLM's
 ``(APIServer pid=N)`` prefix and ANSI colours already handled by `services.journal.entries`.
 
@@ -22,7 +24,8 @@ from services.engines.protocol import Capacity
 __all__ = ["VllmCapacityReader", "VllmSpecStats", "VllmThroughput", "parse_vllm_spec", "parse_vllm_throughput"]
 
 _NUM = r"([\d,]+)"
-_KV_TOKENS = re.compile(r"(?:GPU )?KV cache size: " + _NUM + " tokens")
+_KV_TOKENS = re.compile(r"(?:\b(GPU|CPU|XPU) )?KV cache size: " + _NUM + " tokens")  # the device: vLLM's platform
+_KV_SET = re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")  # the CPU backend (0.32)
 _MAX_CONC = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: ([\d.]+)x")
 _MAX_LEN = re.compile(r"Using max model len (\d+)")
 _KV_MEM = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
@@ -90,12 +93,12 @@ class VllmCapacityReader:
             self._max_len = int(m.group(1))
             if self.capacity is not None:
                 self.capacity = replace(self.capacity, context_len=self._max_len)
-        if (m := _KV_MEM.search(message)) is not None:
+        if (m := _KV_MEM.search(message) or _KV_SET.search(message)) is not None:
             self._kv_mem = float(m.group(1))
         done = False
         if (m := _KV_TOKENS.search(message)) is not None:
-            self.capacity = Capacity(_int(m.group(1)), None, None, None, self._max_len, None,
-                                     kv_cache_gib=self._kv_mem)
+            self.capacity = Capacity(_int(m.group(2)), None, None, None, self._max_len, None,
+                                     kv_cache_gib=self._kv_mem, device=(m.group(1) or "").lower() or None)
             done = True
         if (m := _MAX_CONC.search(message)) is not None and self.capacity is not None:
             self.capacity = replace(self.capacity, max_concurrency=float(m.group(2)),

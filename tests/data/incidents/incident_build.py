@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from incident_captured import CAPTURED  # noqa: E402
 from incident_holdout2 import CASES2  # noqa: E402
 from incident_holdout3 import CASES3  # noqa: E402
-from incident_captured import CAPTURED  # noqa: E402
 from incident_holdout4 import CASES4  # noqa: E402
 from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
 from incident_registry import registry, residue_split  # noqa: E402

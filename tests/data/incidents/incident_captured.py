@@ -34,7 +34,7 @@ _ROLES = {"APIServer": "main", "EngineCore": "engine", "EngineCore_DP0": "engine
 def _replay(c: Case, name: str, seconds: float, status: str = "1") -> None:
     """Two invocations of the captured output, each ending as the capture did (its exit status, then a restart)."""
     lines = [ln for ln in (LOGS / f"vllm-0.32-fail-{name}.log").read_text().splitlines() if ln.strip()]
-    for n in range(2):
+    for _ in range(2):
         inv = c.start(dt=0.2)
         role = "main"
         for line in lines:
