@@ -261,7 +261,8 @@ class SimHost:
         else:
             install_tools(root / "bin")
         install_sglang_shim(root / "lib" / "python")
-        install_vllm_metadata(root / "lib" / "python")
+        if not self.real_engine:  # the fake's `vllm` metadata, apart: never on the path of a real vLLM
+            install_vllm_metadata(root / "lib" / "vllm")
         gpu.write_shape(root, self.gpus, self.gpu_memory_mib)
         simstate.update(root, residual_gib=0.0, slow_load=False)
 

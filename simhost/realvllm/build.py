@@ -40,6 +40,11 @@ HERE = Path(__file__).resolve().parent
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 FIND_LINKS = "/opt/wheels"  # this machine kind's local wheel folder (torch's CPU build); skipped where absent
 STEP_TIMEOUT_S = 1800
+# packages a lock leaves out (`--no-emit-package`; the install is `--no-deps`): the vision/audio wheels PyPI resolves
+# are built for another torch and break start-up; 0.11's triton pin conflicts with its torch's and CPU serving
+# does not use it
+_VISION = ("torchvision", "torchaudio", "torchcodec")
+LEFT_OUT = {"*": _VISION, "0.11": (*_VISION, "triton")}
 
 
 def _run(argv: list[str], *, env: dict[str, str] | None = None, timeout: float = STEP_TIMEOUT_S) -> str:
@@ -169,7 +174,7 @@ def lock(version: str) -> None:
     out = HERE / f"vllm-{version}.lock"
     _run([str(uv), "pip", "compile", str(HERE / f"vllm-{version}.in"), "--generate-hashes", "--python-version",
           "3.11", "--python-platform", "x86_64-manylinux_2_28", *_uv_args(), "--no-header",
-          *[a for p in ("torchvision", "torchaudio", "torchcodec") for a in ("--no-emit-package", p)],
+          *[a for p in LEFT_OUT.get(version, LEFT_OUT["*"]) for a in ("--no-emit-package", p)],
           *_overrides(version), "-o", str(out)])
     print(f"wrote {out}")
 

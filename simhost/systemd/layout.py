@@ -88,7 +88,8 @@ class HostLayout:
                   "RuntimeDirectory=sshd\nRuntimeDirectoryMode=0755\nRestart=on-failure\n"),
             _file(f"{UNIT_DIR}/{self.unit}", self.unit_text),
             # what a GPU host has and this machine cannot: the engine's package and nvidia-smi
-            _file("/usr/lib/python3/dist-packages/pitcrew-sim-engines.pth", f"{shim}\n"),
+            _file("/usr/lib/python3/dist-packages/pitcrew-sim-engines.pth",
+                  f"{shim}\n{self.sim_dir / 'lib' / 'vllm'}\n"),
             _file("/usr/bin/nvidia-smi",
                   f"#!/bin/sh\nSIMHOST_DIR={q(str(self.sim_dir))} exec /usr/bin/python3 -S "
                   f"{q(str(self.sim_dir / 'bin' / 'nvidia-smi'))} \"$@\"\n"),

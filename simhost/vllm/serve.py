@@ -42,8 +42,9 @@ ARCH = "Qwen3_5MoeForCausalLM"
 
 
 def install_metadata(lib_dir: Path) -> None:
-    """`vllm`'s package metadata beside the sglang shim (`/opt/vllm/bin/vllm` runs on that interpreter): preflight
-    reads the installed version from it, as it does from a real install."""
+    """`vllm`'s package metadata in `lib_dir` (`DIR/lib/vllm`, on the path of the interpreter `/opt/vllm/bin/vllm`
+    runs on under real systemd, and of nothing else: a real vLLM would take its version from it): preflight reads the
+    installed version from it, as it does from a real install."""
     info = lib_dir / f"vllm-{VERSION}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {VERSION}\n")
