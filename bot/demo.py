@@ -120,6 +120,9 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
             delivery = asyncio.create_task(run_delivery(core.store, ConsoleDeliverer(view), holder=core.holder,
                                                         stop=stop, wake=core.wake, poll_s=0.1))
             stack.push_async_callback(_stop_task, delivery, stop)
+            if real_engine:  # a real engine's --help takes its imports' time: read it now, not at the first preview
+                warm = asyncio.create_task(_read_engine_flags(core, sim.info["name"]))
+                stack.push_async_callback(_cancel, warm)
             chat = ConsoleChat(core.router.dispatch, view)
             manager = "systemd 252 (real, in private namespaces)" if systemd == "real" else "systemd (simulated)"
             banner = BANNER_REAL_VLLM if real_engine else BANNER_VLLM if engine == "vllm" else BANNER
@@ -131,6 +134,22 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
             lines = script_lines if script_lines is not None else [ln async for ln in read_lines(stop)]
             return await _scripted(chat, core, lines, timeout_s=timeout_s, quiet_s=max(2.0, 200 * time_scale))
     return 0
+
+
+async def _read_engine_flags(core: Core, host: str) -> None:
+    """Fill preflight's flag table of `host`'s engine (the same read a preview makes, waited for here)."""
+    from services.experiments import check_flags
+    from services.units import read_exec_start
+
+    ops = core.experiments.ops(host)
+    with contextlib.suppress(Exception):  # a failed read is the preview's to report, as it would without this
+        await check_flags(core.experiments.engine_flags, ops.host, read_exec_start(await ops.read_unit()).argv)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 async def _stop_task(task: asyncio.Task[None], stop: asyncio.Event) -> None:

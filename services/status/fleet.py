@@ -120,7 +120,6 @@ class FleetStatus:
         if state is not None and last and last[0].capacity.get("engine") == state.engine:
             version = str(last[0].capacity.get("engine_version") or "")
             device = str(last[0].capacity.get("device") or "")
-            device = "" if device == "gpu" else device
         return HostStatus(host=host, unit=unit, state=state, unreachable=unreachable,
                           running_job=self._jobs.running_job(host), queued_jobs=len(queued), incidents=incidents,
                           last_result=_last_result(last[0]) if last else None,

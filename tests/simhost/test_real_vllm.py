@@ -1,10 +1,10 @@
-"""pitcrew's vLLM path against real vLLM 0.32 (the CPU build `make vllm` installs) serving a real small model.
+"""pitcrew's vLLM path against real vLLM 0.32 and 0.11 (the CPU builds `make vllm` installs) serving a real small model.
 
-One session-scoped host (`SimHost(engine="vllm", real_engine=True)`, the sim's supervisor, eager mode) for every test
-here; the GPU stays simulated. Skipped, with the reason, where `make vllm` has not run. What they check, over SSH as
-the bot does: the engine and its version from the real journal, the capacity and ready lines, the flag table read
-from the unit's own `vllm serve --help=all` (an unknown flag refused in vLLM's own words, nothing on the host
-changed), and the speculative-decoding counters of the real `/metrics` turned into an accept rate.
+One session-scoped host per version (`SimHost(engine="vllm", real_engine=True)`, the sim's supervisor, eager mode)
+for every test here; the GPU stays simulated. Skipped, with the reason, where `make vllm` has not built a version.
+What they check, over SSH as the bot does: the engine and its version from the real journal, the capacity and ready
+lines, the flag table read from the unit's own `vllm serve --help=all` (an unknown flag refused in vLLM's own words,
+nothing on the host changed), and (0.32) the speculative-decoding counters of the real `/metrics` as an accept rate.
 """
 
 from __future__ import annotations
@@ -29,17 +29,18 @@ from simhost.host import SimHost
 from simhost.journal import to_json_line
 from simhost.realvllm import unavailable
 
-WHY = unavailable("0.32")
-pytestmark = [pytest.mark.skipif(WHY is not None, reason=f"real vLLM: {WHY}"), pytest.mark.slow,
-              pytest.mark.xdist_group("real-vllm")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real-vllm")]
 VLLM = engine_named("vllm")
 READY_S = 900.0  # 20-60 s on an idle 2-core machine; minutes while other work shares it
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def real(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimHost]:
-    async with SimHost(tmp_path_factory.mktemp("real-vllm") / "sim", engine="vllm", real_engine=True,
-                       vllm_version="0.32") as sim:
+@pytest_asyncio.fixture(scope="session", loop_scope="session", params=["0.32", "0.11"])
+async def real(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimHost]:
+    version = str(request.param)
+    if (why := unavailable(version)) is not None:
+        pytest.skip(f"real vLLM: {why}")
+    async with SimHost(tmp_path_factory.mktemp(f"real-vllm-{version}") / "sim", engine="vllm", real_engine=True,
+                       vllm_version=version) as sim:
         await sim.wait_ready(READY_S)
         yield sim
 
@@ -59,16 +60,16 @@ async def _messages(sim: SimHost) -> list[str]:
 
 
 @pytest.mark.asyncio(loop_scope="session")
-async def test_the_real_start_is_read_as_vllm_032_on_cpu(real: SimHost) -> None:
+async def test_the_real_start_is_read_as_its_version_on_cpu(real: SimHost) -> None:
     lines = await _messages(real)
-    assert {v for ln in lines if (v := engine_version(ln))} == {("vllm", "0.32.0")}
+    assert {v for ln in lines if (v := engine_version(ln))} == {("vllm", f"{real.vllm_version}.0")}
     reader = VLLM.capacity_reader()
     assert [ln for ln in lines if reader.feed(ln)], "no capacity line"
     c = reader.capacity
     assert c is not None and c.device == "cpu" and c.context_len == 2048 and c.max_total_num_tokens > 2048
     assert c.max_concurrency == pytest.approx(c.max_total_num_tokens / 2048, abs=0.01)
     assert any(VLLM.is_ready_line(ln) for ln in lines)
-    assert real.info["real_engine"] == {"engine": "vllm", "version": "0.32", "device": "cpu",
+    assert real.info["real_engine"] == {"engine": "vllm", "version": real.vllm_version, "device": "cpu",
                                         "model": "SmolLM2-135M-Instruct"}
 
 
@@ -80,10 +81,11 @@ async def test_flags_are_checked_by_the_units_own_vllm_and_a_typo_changes_nothin
         argv = read_exec_start(unit_before).argv
         cache = EngineFlagCache()
         good = await check_flags(cache, host, argv)
-        assert good[0].status == OK and "vllm 0.32.0+cpu's parser accepts the command line" in good[0].text, good
+        v = f"{real.vllm_version}.0+cpu"
+        assert good[0].status == OK and f"vllm {v}'s parser accepts the command line" in good[0].text, good
         bad = await check_flags(cache, host, (*argv, "--max-num-seqz", "8"))
         assert [c.text for c in bad if c.status == FAIL] == [
-            "vllm 0.32.0+cpu refuses the command line: `vllm: error: unrecognized arguments: --max-num-seqz 8`"]
+            f"vllm {v} refuses the command line: `vllm: error: unrecognized arguments: --max-num-seqz 8`"]
         assert cache.reads == 1
         found = plain_launch(argv)
         assert found is not None
@@ -98,6 +100,8 @@ async def test_flags_are_checked_by_the_units_own_vllm_and_a_typo_changes_nothin
 
 @pytest.mark.asyncio(loop_scope="session")
 async def test_ngram_speculation_counters_give_an_accept_rate(real: SimHost) -> None:
+    if real.vllm_version == "0.11":
+        pytest.skip("vLLM 0.11 on CPU refuses speculative decoding (`AssertionError: spec decode is not supported.`)")
     text = "The quick brown fox jumps over the lazy dog. " * 6
     body = {"model": str(real.root / "models" / "SmolLM2-135M-Instruct"), "max_tokens": 48, "temperature": 0,
             "messages": [{"role": "user", "content": f"Repeat this text exactly: {text}"}]}

@@ -8,6 +8,7 @@ an unknown flag word for word, and the real `/metrics` names pitcrew reads.
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -77,3 +78,26 @@ def test_the_real_metrics_carry_the_names_pitcrew_reads() -> None:
         assert name in snap, name
     figures = VLLM.window_figures(snap, snap, 10.0)
     assert figures.gen_throughput == 0.0 and figures.accept_rate is None  # no speculative counters without it
+
+
+START_011 = (DATA / "vllm-0.11-start.log").read_text().splitlines()
+
+
+def test_a_real_0_11_cpu_start_its_coloured_tags_two_capacity_lines_and_platform() -> None:
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln) for ln in START_011]  # as `services.journal.entries` reads them
+    assert any(ln.startswith("\x1b[1;36m(APIServer pid=") for ln in START_011)  # coloured without a TTY (b.0)
+    assert {v for ln in lines if (v := VLLM.version_of(ln))} == {"0.11.0"}
+    reader = VLLM.capacity_reader()
+    done = [ln for ln in lines if reader.feed(ln)]
+    assert len(done) == 1 and "GPU KV cache size: 93,184 tokens" in done[0]  # "GPU" on the CPU build too
+    c = reader.capacity
+    assert c is not None and (c.max_total_num_tokens, c.max_concurrency, c.context_len, c.device) == (
+        93184, 45.5, 2048, "cpu")  # the device from `Automatically detected platform cpu.`
+    assert any(VLLM.is_ready_line(ln) for ln in lines)
+
+
+def test_the_real_0_11_help_is_read() -> None:
+    cli = parse_help((DATA / "vllm-0.11-serve-help-all.txt").read_text(), engine="vllm", version="0.11.0+cpu")
+    argv = [a for a in UNIT_ARGV if "ngram" not in a and a != "--speculative-config"]
+    assert cli.prog == "vllm" and cli.positionals == ("model_tag",) and len(cli.options) > 150
+    assert check_argv(cli, argv, 2) == ()

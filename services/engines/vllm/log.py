@@ -25,6 +25,7 @@ __all__ = ["VllmCapacityReader", "VllmSpecStats", "VllmThroughput", "parse_vllm_
 
 _NUM = r"([\d,]+)"
 _KV_TOKENS = re.compile(r"(?:\b(GPU|CPU|XPU) )?KV cache size: " + _NUM + " tokens")  # the device: vLLM's platform
+_PLATFORM = re.compile(r"Automatically detected platform (\w+)\.")  # 0.11 (its CPU build still says "GPU KV cache")
 _KV_SET = re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")  # the CPU backend (0.32)
 _MAX_CONC = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: ([\d.]+)x")
 _MAX_LEN = re.compile(r"Using max model len (\d+)")
@@ -35,6 +36,15 @@ _SPEC_DRAFTED = re.compile(r"Drafted: (\d+) tokens")
 _SPEC_RATE = re.compile(r"Avg Draft acceptance rate: ([\d.]+)%")
 _TPUT = re.compile(r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs")
 _KV_USAGE = re.compile(r"KV cache usage: ([\d.]+)%")
+
+
+def _device(kv_word: str | None, platform: str | None) -> str | None:
+    """Where the KV cache lives when not on a GPU: 0.32's `CPU KV cache size`, or 0.11's detected platform (its
+    CPU build still calls the cache `GPU KV cache`); None on GPUs."""
+    for word in (platform, (kv_word or "").lower()):
+        if word and word not in ("gpu", "cuda", "rocm"):
+            return word
+    return None
 
 
 def _int(text: str) -> int:
@@ -86,6 +96,7 @@ class VllmCapacityReader:
         self.capacity: Capacity | None = None
         self._max_len: int | None = None
         self._kv_mem: float | None = None
+        self._platform: str | None = None
 
     def feed(self, message: str) -> bool:
         """Read one message; True when it completed the capacity (the KV cache size line)."""
@@ -93,12 +104,14 @@ class VllmCapacityReader:
             self._max_len = int(m.group(1))
             if self.capacity is not None:
                 self.capacity = replace(self.capacity, context_len=self._max_len)
+        if (m := _PLATFORM.search(message)) is not None:
+            self._platform = m.group(1).lower()
         if (m := _KV_MEM.search(message) or _KV_SET.search(message)) is not None:
             self._kv_mem = float(m.group(1))
         done = False
         if (m := _KV_TOKENS.search(message)) is not None:
             self.capacity = Capacity(_int(m.group(2)), None, None, None, self._max_len, None,
-                                     kv_cache_gib=self._kv_mem, device=(m.group(1) or "").lower() or None)
+                                     kv_cache_gib=self._kv_mem, device=_device(m.group(1), self._platform))
             done = True
         if (m := _MAX_CONC.search(message)) is not None and self.capacity is not None:
             self.capacity = replace(self.capacity, max_concurrency=float(m.group(2)),
