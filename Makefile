@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # and the run reports it as RERUN: a timing flake on a busy machine does not turn CI red, a real failure still does.
 TEST_WORKERS ?= 4
 
-.PHONY: demo test test-quick lint install lock vllm
+.PHONY: demo test test-quick lint install lock engine vllm
 
 # Installs exactly the versions in requirements.lock (hash-checked: what CI tested), then pitcrew itself.
 $(STAMP): pyproject.toml requirements.lock
@@ -36,6 +36,12 @@ QUICK := tests/basics tests/handlers tests/units tests/store tests/architecture 
 test-quick: $(STAMP)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow and not serial" \
 		-k "not systemd-real and not postgresql" --deselect tests/diagnosis/test_incident_corpus.py $(QUICK)
+
+# The real llama.cpp engine (llama-server + SmolLM2) for `--engine llamacpp`: built once per machine into
+# ~/.cache/pitcrew/engines/ (12-16 minutes on 2 cores), keyed by the hashes in simhost/llamacpp/engine.lock; a second
+# run is a no-op.
+engine: $(STAMP)
+	$(VENV)/bin/python -m simhost.llamacpp.build
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -146,8 +146,9 @@ def history(ctx: click.Context, host: str | None, since: str | None, as_json: bo
               type=click.Path(file_okay=False, path_type=Path), help="Write every chart the demo posts here.")
 @click.option("--noise", "noise_pct", default=0.0, show_default=True, type=click.FloatRange(0, 20),
               help="Per-run speed jitter of the simulated server (sd, percent); 0 = off.")
-@click.option("--engine", default="sglang", show_default=True, type=click.Choice(["sglang", "vllm"]),
-              help="The inference server on the simulated host: SGLang 0.5.9 or vLLM 0.11.")
+@click.option("--engine", default="sglang", show_default=True, type=click.Choice(["sglang", "vllm", "llamacpp"]),
+              help="The inference server on the simulated host: SGLang 0.5.9 or vLLM 0.11 (simulated), or llama.cpp's "
+                   "real llama-server with SmolLM2 on the CPU (build it once with `make engine`).")
 @click.option("--systemd", "systemd", default="python", show_default=True, type=click.Choice(["python", "real"]),
               help="The host's service manager: the sim's supervisor, or systemd 252 itself (needs root).")
 @click.option("--real-engine", is_flag=True,
@@ -171,6 +172,14 @@ def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | Non
             fail("--real-engine needs --engine vllm")
         if (why := engine_missing(vllm_version)) is not None:
             fail(why)
+
+    if engine == "llamacpp":
+        from simhost.llamacpp.build import EngineNotBuilt, built
+
+        try:
+            built()
+        except EngineNotBuilt as exc:
+            fail(str(exc))
 
     lines = script.read_text().splitlines() if script else None
     code = run_async(run_demo(script_lines=lines, scenario=scenario, time_scale=time_scale, keep=keep,

@@ -1,7 +1,8 @@
 """`pitcrew demo`: the whole product locally — a simulated GPU host, SQLite, and a console chat.
 
 Starts a simulated SGLang host (scenario `seed` by default: healthy at 5 steps, and 10 steps
-leads to the field notes' crash loop) — or, with `engine="vllm"`, a simulated vLLM 0.11 host — in a
+leads to the field notes' crash loop) — or, with `engine="vllm"`, a simulated vLLM 0.11 host, or with
+`engine="llamacpp"` a host running llama.cpp's real `llama-server` (SmolLM2 on the CPU, `make engine`) — in a
 temporary directory, builds the bot around it exactly
 as `pitcrew serve` does, and opens the console chat. With `--script FILE` (or when stdin is not a
 terminal) it runs the commands in order, waiting for each one's jobs, confirms its own previews,
@@ -47,7 +48,18 @@ Try:  [bold]status[/bold]   ·   [bold]try 4 spec tokens[/bold] (0.32: n-gram sp
 Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave. \
 A real start takes a minute or more."""
 
+BANNER_LLAMACPP = """[bold]pitcrew demo[/bold] — a host running llama.cpp's real llama-server (SmolLM2-135M on \
+the CPU; the GPU is simulated) under {systemd} ({scenario}), and this chat.
+Try:  [bold]status[/bold]   ·   [bold]try 2 draft tokens[/bold]   ·   [bold]sweep draft tokens 1..6[/bold]   ·   \
+[bold]try context 131072[/bold] (more than the unit's MemoryMax= holds)   ·   [bold]try --draft-max 8[/bold]
+Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave."""
+BANNERS = {"vllm": BANNER_VLLM, "llamacpp": BANNER_LLAMACPP}
+
 DEMO_BENCH = {"concurrency": [1, 8], "requests_per_level": 8, "warmup": 1, "input_len": 128, "output_len": 128}
+# the real engine on 2 shared CPU cores decodes ~45 tokens/s per request: fewer, shorter requests, at C=1 and its
+# two slots
+DEMO_BENCH_ENGINE = {"llamacpp": {"concurrency": [1, 2], "requests_per_level": 4, "warmup": 1, "input_len": 64,
+                                  "output_len": 64}}
 
 
 def host_entry(info: dict[str, Any]) -> dict[str, Any]:
@@ -57,9 +69,9 @@ def host_entry(info: dict[str, Any]) -> dict[str, Any]:
             "unit_dir": info["unit_dir"], "server_url": info["server_url"], "sudo": bool(info.get("sudo"))}
 
 
-def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float) -> Any:
+def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float, engine: str = "sglang") -> Any:
     return load_settings(None, db={"url": f"sqlite+aiosqlite:///{workdir / 'pitcrew.db'}"}, hosts=[host_entry(info)],
-                         bench=DEMO_BENCH,
+                         bench=DEMO_BENCH_ENGINE.get(engine, DEMO_BENCH),
                          policy={"incident_stable_window_s": 120.0, "restart_loop_window_s": 600.0,
                                  # the demo's own console user is its admin (roles fail closed)
                                  "roles": {"*": "viewer", CONSOLE_USER: "admin"}})
@@ -113,7 +125,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
             sim = await stack.enter_async_context(SimHost(workdir / "sim", scenario=scenario, time_scale=time_scale,
                                                           noise_pct=noise_pct, engine=engine, systemd=systemd,
                                                           real_engine=real_engine, vllm_version=vllm_version))
-            settings = demo_settings(workdir, sim.info, time_scale=time_scale)
+            settings = demo_settings(workdir, sim.info, time_scale=time_scale, engine=engine)
             core = await build_core(settings, stack, transport=TRANSPORT, time_scale=time_scale)
             view = ConsoleView(console, files_dir=files_dir)
             stop = asyncio.Event()
@@ -125,7 +137,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
                 stack.push_async_callback(_cancel, warm)
             chat = ConsoleChat(core.router.dispatch, view)
             manager = "systemd 252 (real, in private namespaces)" if systemd == "real" else "systemd (simulated)"
-            banner = BANNER_REAL_VLLM if real_engine else BANNER_VLLM if engine == "vllm" else BANNER
+            banner = BANNER_REAL_VLLM if real_engine else BANNERS.get(engine, BANNER)
             real = sim.info.get("real_engine") or {}
             console.print(Panel(banner.format(scenario=scenario, systemd=manager, version=real.get("version"),
                                               model=real.get("model"))))

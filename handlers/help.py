@@ -45,10 +45,11 @@ def _command(info: CommandSpec[Any]) -> str:
 
 
 def _knob_line() -> str:
-    parts = [f"{k.label(ENGINES[0])} = " + " / ".join(k.flag(e) for e in ENGINES) for k in KNOBS]
-    return ("Words for both engines (each unit gets its own engine's flag; either engine's flag name works too): "
+    parts = [f"{k.word} = " + " / ".join(k.flag_in(e) or f"(none on {e.display})" for e in ENGINES) for k in KNOBS]
+    return ("Words for every engine (each unit gets its own engine's flag; any engine's flag name works too): "
             + "; ".join(parts) + ". 'spec tokens' is 'steps'; on vLLM it is num_speculative_tokens in "
-            "--speculative-config (the rest of the JSON is kept).")
+            "--speculative-config (the rest of the JSON is kept); on llama.cpp steps, spec tokens and draft tokens "
+            "are the draft length of the unit's --spec-type.")
 
 
 def _flags() -> str:
@@ -75,6 +76,7 @@ def help_text(topic: str | None = None) -> str:
         line = next(line for line, f in zip(flag_help_lines(), FLAGS, strict=True) if f is fdef)
         knob = knob_of(fdef.name)
         if knob is not None:
-            line += " Same knob: " + ", ".join(f"{knob.flag(e)} on {e.display}" for e in ENGINES) + "."
+            line += " Same knob: " + ", ".join(f"{knob.flag_in(e)} on {e.display}" for e in ENGINES
+                                               if knob.flag_in(e)) + "."
         return line
     raise UserInputError(f"There is no help on '{topic[:40]}'. Say 'help' for the list.")

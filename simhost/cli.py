@@ -29,8 +29,9 @@ def sim() -> None:
 @click.option("--noise", "noise_pct", type=click.FloatRange(0, 20), default=0.0, show_default=True,
               help="Per-run speed jitter of the fake server (standard deviation, percent); 0 = off.")
 @click.option("--noise-seed", type=int, default=0, show_default=True, help="Seed of that jitter.")
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default="sglang", show_default=True,
-              help="The inference server the host runs: SGLang 0.5.9 or vLLM 0.11 (`vllm serve`).")
+@click.option("--engine", type=click.Choice(["sglang", "vllm", "llamacpp"]), default="sglang", show_default=True,
+              help="The inference server the host runs: SGLang 0.5.9 or vLLM 0.11 (`vllm serve`), simulated, or "
+                   "llama.cpp's real `llama-server` with SmolLM2 on the CPU (build it once with `make engine`).")
 @click.option("--systemd", "systemd", type=click.Choice(["python", "real"]), default="python", show_default=True,
               help="The host's service manager: the sim's supervisor, or systemd 252 itself booted in private "
                    "namespaces on a throwaway overlay (needs root; reached through its own sshd as `pitcrew`).")
@@ -62,6 +63,14 @@ def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_m
             raise click.ClickException("--real-engine needs --engine vllm")
         if (why := engine_missing(vllm_version)) is not None:
             raise click.ClickException(why)
+
+    if engine == "llamacpp":
+        from simhost.llamacpp.build import EngineNotBuilt, built
+
+        try:
+            built()
+        except EngineNotBuilt as exc:
+            raise click.ClickException(str(exc)) from None
 
     async def run() -> None:
         host = SimHost(Path(state_dir) if state_dir else None, scenario=scenario, time_scale=time_scale,

@@ -1,7 +1,8 @@
 """`SimHost`: one simulated GPU host (state dir, supervisor, SSH server, faults) as an async context.
 
 On enter it lays out `DIR` (`etc/systemd/system/sglang.service`, or `vllm.service` with
-`engine="vllm"`, `models/`, `bin/` tools, the
+`engine="vllm"`, or `llama-server.service` running the real llama.cpp server from `make engine`'s cache with
+`engine="llamacpp"` (`simhost.llamacpp`), `models/`, `bin/` tools, the
 journal, the GPU ledger), starts the control socket, the supervisor and the SSH server
 (`simhost.ssh.start_ssh_server`), applies the scenario, starts the unit and writes
 `DIR/host.json` (= `.info`). On exit it stops everything: the unit's process group, leftover
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from simhost.systemd.backend import RealSystemd
 
 UNIT = "sglang.service"
-UNITS = {"sglang": UNIT, "vllm": "vllm.service"}
+UNITS = {"sglang": UNIT, "vllm": "vllm.service", "llamacpp": "llama-server.service"}
 SYSTEMD_BACKENDS = ("python", "real")
 REAL_ENGINE_FAULTS = ("port-in-use", "clear")  # the others act on the fake server's simulated GPU work
 MODEL = "Qwen3.5-122B-A10B"
@@ -67,10 +68,14 @@ class SimHost:
             raise ValueError(f"unknown systemd backend {systemd!r} (one of {', '.join(SYSTEMD_BACKENDS)})")
         if engine not in UNITS:
             raise ValueError(f"unknown engine {engine!r} (one of {', '.join(UNITS)})")
+        if engine == "llamacpp":  # the real engine: refuse at once, naming `make engine`, when it is not built
+            from simhost.llamacpp.build import built
+
+            built()
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
         if real_engine and engine != "vllm":
-            raise ValueError("a real engine is built for vLLM only (engine='vllm')")
+            raise ValueError("real_engine is for vLLM (engine='vllm'): llama.cpp always runs its real server")
         self._given_dir = dir
         self.real_engine = real_engine  # the unit runs the real `vllm serve` (CPU build, `make vllm`)
         self.vllm_version = vllm_version
@@ -250,6 +255,11 @@ class SimHost:
             (model_dir / "config.json").write_text(json.dumps({"architectures": ["Qwen3_5MoeForCausalLM"],
                                                               "model_type": "qwen3_5_moe"}))
             scale = self.time_scale if self.systemd == "real" else None
+            if self.engine == "llamacpp":  # the real engine from `make engine`'s cache (EngineNotBuilt without it)
+                from simhost.llamacpp.layout import install
+
+                install(root)
+                model_dir = root
             self._unit_text = unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port,
                                         engine=self.engine, scale=scale)
         if self.systemd == "python" and (not self.unit_path.exists() or not old):

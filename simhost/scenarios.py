@@ -1,7 +1,8 @@
 """Scenarios (`--scenario`) and fault names of the simulated host, and the unit file it starts with.
 
 Every scenario runs SGLang, or vLLM 0.11 with `engine="vllm"` (`vllm_unit_text`: the steps become
-`num_speculative_tokens` in `--speculative-config`).
+`num_speculative_tokens` in `--speculative-config`), or the real llama.cpp `llama-server` with `engine="llamacpp"`
+(`llamacpp_unit_text`: the steps become the ngram-simple draft length).
 
 * `healthy`: steps 3, serving.
 * `seed`: the field notes' story: serving at steps 5; deploy steps 10 (edit ExecStart,
@@ -31,8 +32,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 
 def unit_text(steps: int, model_dir: Path, port: int, *, engine: str = "sglang", scale: float | None = None) -> str:
     """The host's unit. `scale`: write its restart, stop and start-limit times already multiplied by the sim's time
-    scale (for real systemd, which runs them in real time; the sim's supervisor scales the configured values)."""
-    text = vllm_unit_text(steps, model_dir, port) if engine == "vllm" else sglang_unit_text(steps, model_dir, port)
+    scale (for real systemd, which runs them in real time; the sim's supervisor scales the configured values).
+    For llama.cpp `model_dir` is the host's root (`llamacpp_unit_text`)."""
+    if engine == "llamacpp":
+        text = llamacpp_unit_text(steps, model_dir, port)
+    else:
+        text = vllm_unit_text(steps, model_dir, port) if engine == "vllm" else sglang_unit_text(steps, model_dir, port)
     return text if scale is None else scaled_unit(text, scale)
 
 
@@ -103,6 +108,39 @@ def vllm_unit_text(spec_tokens: int, model_dir: Path, port: int) -> str:
         "Restart=always\n"
         "RestartSec=30\n"
         "TimeoutStopSec=60\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+LLAMACPP_SLOTS = 2
+LLAMACPP_MEMORY_MAX = "1G"
+
+
+def llamacpp_unit_text(draft: int, root: Path, port: int) -> str:
+    """The host served by the real llama.cpp `llama-server` (built by `make engine`) with SmolLM2-135M Q4_1 on the
+    CPU: one thread (`-t 2` is slower on 2 shared cores: the threads spin against each other), two slots,
+    ngram-simple speculation drafting `draft` tokens (no draft model), `/metrics` on, and a memory limit the unit's
+    own context fits in while a far larger one does not (`MemoryMax=`: the OOM killer ends that start)."""
+    from simhost.llamacpp.layout import model_path, server_path
+
+    return (
+        "[Unit]\n"
+        "Description=llama.cpp server (SmolLM2-135M-Instruct Q4_1)\n"
+        "After=network-online.target\n"
+        "Wants=network-online.target\n"
+        "\n"
+        "[Service]\n"
+        "Type=simple\n"
+        f"ExecStart={server_path(root)} -m {model_path(root)} \\\n"
+        f"    --host 127.0.0.1 --port {port} -t 1 -np {LLAMACPP_SLOTS} --ctx-size 4096 \\\n"
+        f"    --spec-type ngram-simple --spec-ngram-simple-size-n 2 --spec-ngram-simple-size-m {draft} \\\n"
+        "    --metrics --no-webui\n"
+        f"MemoryMax={LLAMACPP_MEMORY_MAX}\n"
+        "Restart=always\n"
+        "RestartSec=5\n"
+        "TimeoutStopSec=30\n"
         "\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n"

@@ -22,6 +22,7 @@ MID_UNIT_FAILURE = "d9b373ed55a64feb8242e02dbe79a49c"
 MID_UNIT_SUCCESS = "7ad2d189f7e94e70a38c781354912448"
 MID_RESOURCES = "ae8f7b866b0347b9af31fe1c80b127c0"
 MID_RESTART = "5eb03494b6584870a536b337290809b3"
+MID_OOM = "fe6faa94e7774663a0da52717891d8ef"
 
 EXIT_STATUS_NAMES = {0: "SUCCESS", 1: "FAILURE", 2: "INVALIDARGUMENT", 3: "NOTIMPLEMENTED",
                      4: "NOPERMISSION", 5: "NOTINSTALLED", 6: "NOTCONFIGURED", 7: "NOTRUNNING",
@@ -94,6 +95,10 @@ class ManagerLog:
         self._log(f"{self.unit}: Main process exited, code={code}, status={status_text(code, status)}",
                   priority, ("src/core/service.c", 3373, "service_sigchld_event"),
                   MESSAGE_ID=MID_PROCESS_EXIT, EXIT_CODE=code, EXIT_STATUS=status, COMMAND="ExecStart")
+
+    def oom_killed(self) -> None:
+        self._log(f"{self.unit}: A process of this unit has been killed by the OOM killer.", 5,
+                  ("src/core/cgroup.c", 3174, "unit_check_oom"), MESSAGE_ID=MID_OOM)
 
     def failed_result(self, result: str) -> None:
         self._log(f"{self.unit}: Failed with result '{result}'.", 4, ("src/core/unit.c", 5813, "unit_log_failure"),

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from simhost import gpu, procs, stdstream
+from simhost.cgroup import MemoryCgroup, join
 from simhost.journal import JournalWriter, clean_line
 from simhost.props import unit_properties
 from simhost.sdmsg import ManagerLog
@@ -57,6 +58,7 @@ class Supervisor:
         self.time_scale = time_scale
         self.service_env = service_env
         self.python = python
+        self._cgroup: MemoryCgroup | None = None
         self.log = ManagerLog(journal.append, self.name)
         self.unit: Unit = parse_unit(unit_path)
         self._loaded_sig = self._file_sig()
@@ -199,10 +201,11 @@ class Supervisor:
         self.exec_main_code = 0
         self.exec_main_status = 0
         reader, writer = stdstream.make_pair()
+        preexec = self._memory_cgroup()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=writer.fileno(), stderr=writer.fileno(),
-                start_new_session=True, env=env, cwd=cwd)
+                start_new_session=True, env=env, cwd=cwd, preexec_fn=preexec)
         except OSError as exc:
             reader.close()
             writer.close()
@@ -224,6 +227,28 @@ class Supervisor:
         self._exit = asyncio.get_running_loop().create_future()
         self._reader = asyncio.create_task(stdstream.pump(reader, proc.pid, self._on_line))
         self._watcher = asyncio.create_task(self._watch(proc))
+
+    def _memory_cgroup(self) -> Callable[[], None] | None:
+        """`MemoryMax=`: a fresh memory cgroup for this start (`simhost.cgroup`), joined by the child before exec."""
+        self._drop_cgroup()
+        if self.unit.memory_max is None:
+            return None
+        cg = MemoryCgroup(self.name)
+        if cg.path is None:
+            self.log.config_warning(f"{self.name}: MemoryMax= not applied by the simulator: {cg.error}")
+            return None
+        cg.limit(self.unit.memory_max)
+        self._cgroup = cg
+        procs_file = cg.join_path()
+        return lambda: join(procs_file)
+
+    def _drop_cgroup(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+
+    def _oom_killed(self) -> bool:
+        return self._cgroup is not None and self._cgroup.oom_kills() > 0
 
     def _title(self, pid: int) -> str:
         """`_CMDLINE` of a writer: the unit's command for the main process, else the process title."""
@@ -301,7 +326,14 @@ class Supervisor:
     def _on_unexpected_exit(self, rc: int) -> None:
         code, status, clean = self._exit_code(rc)
         self._record_exit(code, status)
-        if clean:
+        oom = self._oom_killed()
+        self._drop_cgroup()
+        if oom:  # systemd 252 with OOMPolicy=stop (FORMATS c.2): the cgroup's OOM kill decides the result
+            self.result = "oom-kill"
+            self.log.oom_killed()
+            self.log.main_exited(code, status)
+            self.log.failed_result(self.result)
+        elif clean:
             self.result = "success"
             self.log.deactivated()
         else:
@@ -369,6 +401,7 @@ class Supervisor:
                 rc = await self._exit
             code, status, clean = self._exit_code(rc)
             self._record_exit(code, status)
+            self._drop_cgroup()
             if timed_out:
                 self.result = "timeout"
                 self.log.main_exited(code, status)
@@ -401,6 +434,7 @@ class Supervisor:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
                     await asyncio.wait_for(task, 2.0)
         self._cancel_restart()
+        self._drop_cgroup()
 
     # ---- properties -----------------------------------------------------------------------
     def properties(self) -> dict[str, str]:

@@ -8,7 +8,8 @@ for what it does not accept (`Unknown key 'X' in section [Y], ignoring.`, `Faile
 `tests/simhost/test_simhost_manager_contract.py`). Supported: [Unit] Description, Documentation, After, Before, Wants,
 Requires, StartLimitIntervalSec, StartLimitBurst; [Service] Type (simple/exec), ExecStart,
 Restart, RestartSec, TimeoutStopSec, TimeoutStartSec, TimeoutSec, Environment, WorkingDirectory,
-SyslogIdentifier, User, Group, KillMode, KillSignal (ignored), LimitNOFILE, LimitMEMLOCK;
+SyslogIdentifier, User, Group, KillMode, KillSignal (ignored), LimitNOFILE, LimitMEMLOCK, MemoryMax (a real
+memory cgroup, `simhost.cgroup`);
 [Install] WantedBy, RequiredBy, Alias. Everything else gets systemd's "Unknown key" warning.
 """
 
@@ -37,7 +38,7 @@ SUPPORTED = {
              "StartLimitIntervalSec", "StartLimitBurst"},
     "Service": {"Type", "ExecStart", "Restart", "RestartSec", "TimeoutStopSec", "TimeoutStartSec",
                 "TimeoutSec", "Environment", "WorkingDirectory", "SyslogIdentifier", "User", "Group",
-                "KillMode", "KillSignal", "LimitNOFILE", "LimitMEMLOCK"},
+                "KillMode", "KillSignal", "LimitNOFILE", "LimitMEMLOCK", "MemoryMax"},
     "Install": {"WantedBy", "RequiredBy", "Alias"},
 }
 RESTART_VALUES = {"no", "always", "on-success", "on-failure", "on-abnormal", "on-abort", "on-watchdog"}
@@ -129,6 +130,7 @@ class Unit:
     working_directory: str = ""
     syslog_identifier: str = ""
     service_type: str = "simple"
+    memory_max: int | None = None  # MemoryMax= in bytes (-1: infinity), None when unset
     warnings: list[str] = field(default_factory=list)
     load_error: str = ""
 
@@ -258,6 +260,14 @@ def _apply(unit: Unit, key: str, value: str, where: str, exec_lines: list[str]) 
         unit.working_directory = value.lstrip("-")
     elif key == "SyslogIdentifier":
         unit.syslog_identifier = value
+    elif key == "MemoryMax":
+        from simhost.cgroup import parse_bytes
+
+        got_bytes = parse_bytes(value) if value else None
+        if value and got_bytes is None:
+            unit.warnings.append(f"{where}: Invalid memory limit '{value}', ignoring: Invalid argument")
+        else:
+            unit.memory_max = got_bytes
     elif key == "Type":
         if value in ("simple", "exec"):
             unit.service_type = value

@@ -31,7 +31,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [("databases: sqlite + postgresql (" + PG_URL.split("@")[-1] + ")" if PG_URL
              else "databases: sqlite only (PITCREW_TEST_PG_URL not set: PostgreSQL tests skipped)"),
             ("systemd: the sim's supervisor and systemd 252 booted in namespaces" if why is None
-             else f"systemd: the sim's supervisor only (real systemd: {why})")]
+             else f"systemd: the sim's supervisor only (real systemd: {why})"),
+            _llamacpp_header()]
+
+
+def _llamacpp_header() -> str:
+    from simhost.llamacpp.build import EngineNotBuilt, built
+
+    try:
+        b = built()
+    except EngineNotBuilt as exc:
+        return f"llama.cpp engine: real-engine tests skipped ({exc})"
+    return f"llama.cpp engine: the real llama-server from {b.server.parent} (llama-cpp-python {b.version})"
 
 
 def _real_systemd() -> pytest.MarkDecorator:
@@ -99,7 +110,7 @@ _SCENARIO_DIRS = ("e2e", "demo", "reliability")
 # Tests whose assertions are about time or rates against a ground truth (the benchmark against the truth server, the
 # simulated server's token rates, chat acks under load, a kill timed against a running benchmark): `make test` runs
 # them after the rest, alone, so the other tests' CPU cannot bend their figures.
-_SERIAL = ("bench/", "simhost/test_simhost_server.py", "bot/slack/test_slack_load.py",
+_SERIAL = ("bench/", "simhost/test_simhost_server.py", "simhost/test_simhost_seed.py", "bot/slack/test_slack_load.py",
            "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py",
            "bot/slack/test_slack_pacing.py", "bot/slack/test_slack_home.py", "handlers/router/test_job_notifier.py",
            # lease TTLs of 2-3 s against heartbeats, and the unit sampled every 200 ms

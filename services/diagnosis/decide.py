@@ -109,7 +109,10 @@ def _host_oom(ctx: Context) -> Match | None:
     kernel = [k for k in ctx.kernel if (m := KERNEL_OOM_RX.search(k.message)) and int(m.group(1)) in pids]
     if not (inv.oom_kill or inv.result == "oom-kill" or kernel):
         return None
-    return Match(0.92, tuple(kernel[:2]))
+    # killed while sizing its KV cache, before ready (a context the unit's MemoryMax= cannot hold): the engine's own
+    # sizing line says what it was allocating
+    sizing = inv.mark_lines.get("kv_sizing") if inv.ready_us is None else None
+    return Match(0.92, tuple(kernel[:2]) + ((sizing,) if sizing is not None else ()))
 
 
 def _stop_timeout(ctx: Context) -> Match | None:

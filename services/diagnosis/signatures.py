@@ -3,14 +3,16 @@
 Each `Sig` row turns a line into a typed signal: `signal` (the name the decision table reads), `source` (the
 library that prints it: SGLang, vLLM V0/V1, torch, NCCL, CUDA, the kernel, the Hugging Face hub, systemd,
 Python), the pattern, `case`: the corpus case (tests/data/incidents/<id>) or FORMATS section that shows
-the line, and `seen`: the engine version of that case. Adding a signature is one row plus one cited case.
+the line, and `seen`: the engine version of that case (`llamacpp/<name>`: lines the real llama.cpp server wrote
+here, tests/data/engines/llamacpp/<name>.log). Adding a signature is one row plus one cited case.
 `Mark` rows move an invocation to the next
 **phase** (loading weights → sizing KV cache → capturing graphs → warm-up → ready/serving → stopping): each
 signal is stored with the phase it occurred in, which is how a CUDA OOM is told apart as KV sizing, graph
 capture or runtime.
 
 `strip_engine_prefix` removes what engines put in front of their text (ANSI colour, vLLM's `(EngineCore_DP0
-pid=N)` tag and `ERROR 06-30 15:01:24 [core.py:866]` / pre-0.8 `core.py:866]` head, SGLang's `[ts TP0]`), so
+pid=N)` tag and `ERROR 06-30 15:01:24 [core.py:866]` / pre-0.8 `core.py:866]` head, SGLang's `[ts TP0]`,
+llama.cpp's `0.00.008.022 E `), so
 that Python's exception lines (`torch.OutOfMemoryError: ...`) can be recognised at the start of the text.
 """
 
@@ -85,6 +87,11 @@ SIGNATURES: tuple[Sig, ...] = (
     Sig("port_in_use", "sglang", _rx(r"port (?:at )?\d+ is not available|is used by a process already"
                                      r"|[Pp]ort \d+ is (?:already )?in use"),
         "port_sgl_05x_metrics_port_not_available_loop", seen="sglang 0.5.12"),
+    Sig("port_in_use", "llama.cpp", _rx(r"couldn't bind HTTP server socket"), "llamacpp/port_in_use",
+        seen="llamacpp b1 (0c1e57098)"),
+    # llama.cpp's own parser (common/arg.cpp), before its log starts: no prefix
+    Sig("bad_argument", "llama.cpp", _rx(r"^error while handling argument \"-|^error: invalid argument: -"),
+        "llamacpp/removed_flag", on_text=True, seen="llamacpp b1 (0c1e57098)"),
     Sig("bad_argument", "argparse", _rx(r"^(?:[\w.-]+\.py|sglang|vllm|python3?(?: -m [\w.]+)?): error: "
                                         r"|error: unrecognized arguments:|error: argument --[\w-]+"
                                         r"|error: the following arguments are required"),
@@ -95,7 +102,8 @@ SIGNATURES: tuple[Sig, ...] = (
     # the engine got past its argument checks: an exception before the first of these is argument validation
     Sig("engine_init", "sglang/vllm", _rx(r"Initializing an? (?:V[01] )?LLM engine|Init torch distributed begin"
                                           r"|Load weight begin|Starting to load model|Loading safetensors checkpoint"
-                                          r"|Loading weights took|init_distributed_environment"),
+                                          r"|Loading weights took|init_distributed_environment"
+                                          r"|srv +load_model: loading model '"),
         "unk_vllm_0xx_worker_died_exit0", seen="vllm 0.25.0"),
     Sig("usage_line", "argparse", _rx(r"^usage: [\w.-]+ \["), "arg_vllm_011_api_server_positional", on_text=True,
         seen="vllm 0.11.0"),
@@ -111,6 +119,9 @@ SIGNATURES: tuple[Sig, ...] = (
                                     r"|we cannot find the requested files in the (?:disk|local) cache"
                                     r"|trying to access a gated repo|RepositoryNotFoundError|RevisionNotFoundError"),
         "load_vllm_011_local_entry_offline", seen="vllm 0.11.0"),
+    Sig("model_load", "llama.cpp", _rx(r"failed to open GGUF file '|llama_model_load: error loading model"
+                                       r"|data is not within the file bounds, model is corrupted or incomplete"),
+        "llamacpp/missing_model", seen="llamacpp b1 (0c1e57098)"),
     Sig("model_load", "vllm", _rx(r"Invalid repository ID or local directory specified"),
         "load_vllm_085_invalid_repo_id_dir_loop", seen="vllm 0.8.5"),
     Sig("model_load", "transformers", _rx(r"does not appear to have a file named|Can't load tokenizer"
@@ -202,7 +213,8 @@ SIGNATURES: tuple[Sig, ...] = (
 
 MARKS: tuple[Mark, ...] = (
     Mark("kv_sizing", _rx(r"Load weight end|Loading weights took|Model loading took|Memory profiling takes"
-                          r"|KV Cache is allocated|Available KV cache memory|# GPU blocks:|GPU KV cache size"),
+                          r"|KV Cache is allocated|Available KV cache memory|# GPU blocks:|GPU KV cache size"
+                          r"|llama_context: n_ctx_seq \(\d+\)|llama_kv_cache: "),
          "rt_vllm_011_oom_exit0_restart"),
     Mark("capture", _rx(r"Capture (?:\w+ )*cuda graph begin|Capturing CUDA graph(?: shapes|s \()|Capturing batches \("
                         r"|Capturing cudagraphs|Capturing the model for CUDA graphs|in capture_model"
@@ -217,6 +229,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _VLLM_TAG = re.compile(r"^\s*\((?:[A-Za-z_]+[\w]*)(?: rank=\d+)? pid=\d+\)\s*")  # (VllmWorker rank=1 pid=N) too
 _VLLM_HEAD = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
                         r"(?:\[[\w.]+:\d+\]|[\w.]+:\d+\]) ?")
+_LLAMA_HEAD = re.compile(r"^\d+\.\d\d\.\d{3}\.\d{3} [IWEDT] ")  # llama.cpp's log prefix
 _SGL_HEAD = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z_]+\d+)*\] ")
 _GATE = re.compile(
     r"memory|Memory|graph|Graph|rror|xception|NCCL|nccl|bus|ECC|Segmentation|SIG|core dumped|terminate"
@@ -225,7 +238,7 @@ _GATE = re.compile(
     r"|huggingface|gated|restricted|401|Max retries|snapshot|Offline|Repository|path_or_model|HTTP/1\.1\" 4"
     r"|context length|too long|longer|Aborted|disconnect|usage: |max_total_num_tokens|initialization failed"
     r"|capture_model|graph_runner|capture_end|exiting|hutting down|assert |in use|not available|exc\.|Failed"
-    r"|OutOfResources|Initializ|Init torch|Load weight|load model"
+    r"|OutOfResources|Initializ|Init torch|Load weight|load model|loading model|couldn't bind|n_ctx_seq|failed to open"
 )
 
 
@@ -235,6 +248,7 @@ def strip_engine_prefix(message: str) -> str:
     text = _VLLM_TAG.sub("", text, count=1)
     text = _VLLM_HEAD.sub("", text, count=1)
     text = _SGL_HEAD.sub("", text, count=1)
+    text = _LLAMA_HEAD.sub("", text, count=1)
     return text.lstrip()
 
 

@@ -59,30 +59,42 @@ class FlagChange:
 FlagItem = tuple[str, str | None, int, int]
 
 
-def parse_flags(argv: Sequence[str], switches: frozenset[str] = frozenset()) -> list[FlagItem]:
+def parse_flags(argv: Sequence[str], switches: frozenset[str] = frozenset(), *, short: bool = False) -> list[FlagItem]:
     """Split argv (after the executable) into (flag, value, index, count) items.
 
     ``--name=value`` is one word; ``--name value`` takes the next word unless it starts with
-    ``--`` or the flag is a known switch; a flag without a value has ``value`` None.
+    ``--`` or the flag is a known switch; a flag without a value has ``value`` None. With ``short``
+    (llama.cpp's parser) one-dash options count too (``-np 4``), and a value may be a negative number
+    (``-t -1``) but no other word starting with ``-``.
     """
     items: list[FlagItem] = []
     i = 1
     n = len(argv)
     while i < n:
         w = argv[i]
-        if w.startswith("--") and len(w) > 2:
-            if "=" in w:
+        if (w.startswith("-") and len(w) > 1 and not _is_number(w)) if short else (w.startswith("--") and len(w) > 2):
+            if w.startswith("--") and "=" in w:
                 name, _, val = w.partition("=")
                 items.append((name, val, i, 1))
                 i += 1
                 continue
-            if w not in switches and i + 1 < n and not argv[i + 1].startswith("--"):
-                items.append((w, argv[i + 1], i, 2))
+            nxt = argv[i + 1] if i + 1 < n else ""
+            takes = not nxt.startswith("-") or _is_number(nxt) if short else not nxt.startswith("--")
+            if w not in switches and i + 1 < n and takes:
+                items.append((w, nxt, i, 2))
                 i += 2
                 continue
             items.append((w, None, i, 1))
         i += 1
     return items
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def get_flag(argv: Sequence[str], name: str, switches: frozenset[str] = frozenset()) -> str | None:
@@ -275,10 +287,11 @@ def format_change(change: FlagChange) -> str:
 CurrentFlags = dict[FlagDef, tuple[str, int, int, str, bool]]
 
 
-def current_flags(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches: frozenset[str]) -> CurrentFlags:
-    """Schema flags in argv: flag -> (value, index, count, spelling, uses '=')."""
+def current_flags(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches: frozenset[str], *,
+                  short: bool = False) -> CurrentFlags:
+    """Schema flags in argv: flag -> (value, index, count, spelling, uses '=') (``short``: see `parse_flags`)."""
     out: dict[FlagDef, tuple[str, int, int, str, bool]] = {}
-    for name, value, idx, count in parse_flags(argv, switches):
+    for name, value, idx, count in parse_flags(argv, switches, short=short):
         fdef = by_name.get(name)
         if fdef is None:
             continue
@@ -289,10 +302,11 @@ def current_flags(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches:
     return out
 
 
-def flag_values(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches: frozenset[str]) -> dict[str, str]:
+def flag_values(argv: Sequence[str], by_name: Mapping[str, FlagDef], switches: frozenset[str], *,
+                short: bool = False) -> dict[str, str]:
     """Schema flags in argv by canonical name -> value (``"true"`` for a bare switch; last one wins, as argparse)."""
     out: dict[str, str] = {}
-    for name, value, _, _ in parse_flags(argv, switches):
+    for name, value, _, _ in parse_flags(argv, switches, short=short):
         fdef = by_name.get(name)
         if fdef is not None:
             out[fdef.name] = "true" if value is None else value
@@ -343,10 +357,11 @@ def flag_key(word: str) -> str:
 
 
 def index_flags(flags: Sequence[FlagDef]) -> tuple[dict[str, FlagDef], dict[str, FlagDef]]:
-    """(word -> flag for every spelling and alias, first one wins; exact spelling -> flag)."""
+    """(word -> flag for every ``--`` spelling and alias, first one wins; exact spelling -> flag). One-dash short
+    spellings (llama.cpp's ``-c``, ``-np``) are no chat words: ``c`` is the concurrency's, ``a`` a host's name."""
     by_word: dict[str, FlagDef] = {}
     for f in flags:
-        for w in (*(s[2:] for s in f.all_spellings), *f.aliases):
+        for w in (*(s[2:] for s in f.all_spellings if s.startswith("--")), *f.aliases):  # not llama.cpp's `-c`
             by_word.setdefault(w, f)
     return by_word, {s: f for f in flags for s in f.all_spellings}
 

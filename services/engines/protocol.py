@@ -6,7 +6,8 @@ methods return: `Capacity` (what a start logged about its KV cache), `CapacityRe
 fed one start's lines), `WindowFigures` (server-side figures of a benchmark window, from two
 `/metrics` snapshots), `ForecastKnobs` (the features the capacity forecast fits on) and `HelpProbe` (how
 preflight reads the engine's own command line on a host).
-Each engine lives in its own package (`services.engines.sglang`, `services.engines.vllm`) and is
+Each engine lives in its own package (`services.engines.sglang`, `services.engines.vllm`,
+`services.engines.llamacpp`) and is
 registered once in `services.engines.registry`.
 """
 
@@ -110,6 +111,7 @@ class Engine(Protocol):
     flags: tuple[FlagDef, ...]
     knob_flags: Mapping[str, str]  # neutral knob word ("steps", "mem", …) -> this engine's flag
     knob_labels: Mapping[str, str]  # knob word -> how labels name it here ("steps" / "spec tokens")
+    knob_absent: Mapping[str, str]  # knob word this engine has no flag for -> why (llama.cpp's "mem")
     deprecated_flags: Mapping[str, str]  # flag -> what the engine's own help says instead
 
     def lookup_flag(self, word: str) -> FlagDef | None: ...
@@ -119,6 +121,11 @@ class Engine(Protocol):
         ...
 
     def flag_help_lines(self) -> tuple[str, ...]: ...
+
+    def parser_check(self, argv: Sequence[str]) -> list[str] | None:
+        """A host command that runs the engine's own parser on the whole argv (exit 0: accepted; else its first
+        lines say what it refuses), or None when preflight reads the engine's ``--help`` instead (SGLang)."""
+        ...
 
     def read_values(self, argv: Sequence[str]) -> dict[str, str]:
         """The schema's flags an argv sets, name -> value."""
@@ -154,7 +161,7 @@ class Engine(Protocol):
 
     # --- host facts (preflight)
     default_port: int
-    mem_flag: str  # the flag of the GPU memory fraction
+    mem_flag: str  # the flag of the GPU memory fraction ("" when the engine has none: llama.cpp)
     mem_default: float | None  # its value when the unit does not set it (None: the engine decides at start)
     no_model: str  # the preflight line when ExecStart= names no model
     help_unread: str | None  # None when preflight checks a new argv against the engine's own --help, else why not

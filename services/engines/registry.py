@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services.engines.llamacpp import LLAMACPP
 from services.engines.protocol import Engine
 from services.engines.sglang import SGLANG
 from services.engines.vllm import VLLM
@@ -33,6 +34,7 @@ __all__ = [
 ENGINES: tuple[Engine, ...] = (
     SGLANG,
     VLLM,
+    LLAMACPP,
 )
 DEFAULT_ENGINE: Engine = SGLANG  # an argv pitcrew cannot place is planned as this engine
 _BY_NAME = {e.name: e for e in ENGINES}

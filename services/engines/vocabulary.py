@@ -1,7 +1,9 @@
 """The seam between chat words and each engine's flags: one vocabulary, planned on the unit's own engine.
 
 Owns the engine-neutral knobs (`KNOBS`: "steps"/"spec tokens", "mem", "context", "max running",
-"chunked prefill", "tp"; each engine names its flag for each in `Engine.knob_flags`); the word lookup the
+"chunked prefill", "tp", "draft tokens" (the draft length: SGLang's --speculative-num-draft-tokens, vLLM's
+spec tokens, the draft length of a llama.cpp unit's --spec-type); each engine names its flag for each in
+`Engine.knob_flags`, and says in `Engine.knob_absent` why a word means nothing there); the word lookup the
 grammar uses (`lookup_flag`/`resolve_flag`: every flag and alias of every registered engine, in
 registration order, so commands keep naming SGLang's flags as before); and `apply_changes`, which
 finds the argv's engine (`engine_for`), translates each asked-for word to that engine's flag and hands
@@ -43,14 +45,25 @@ class Knob:
     word: str
 
     def flag(self, engine: Engine) -> str:
-        return engine.knob_flags[self.word]
+        """This engine's flag for the knob, or a `UserInputError` saying why the word means nothing there."""
+        found = engine.knob_flags.get(self.word)
+        if found is None:
+            why = engine.knob_absent.get(self.word, "")
+            raise UserInputError(f"'{self.word}' has no meaning on {engine.display}, which this unit runs"
+                                 + (f": {why}" if why else "."))
+        return found
+
+    def flag_in(self, engine: Engine) -> str | None:
+        """This engine's flag for the knob, None when the word means nothing there (`Engine.knob_absent`)."""
+        return engine.knob_flags.get(self.word)
 
     def label(self, engine: Engine) -> str:
         """How a config label names it on ``engine`` ("steps 4" on SGLang, "spec tokens 5" on vLLM)."""
         return engine.knob_labels[self.word]
 
 
-KNOBS: tuple[Knob, ...] = tuple(Knob(w) for w in ("steps", "mem", "context", "max running", "chunked prefill", "tp"))
+KNOBS: tuple[Knob, ...] = tuple(Knob(w) for w in ("steps", "mem", "context", "max running", "chunked prefill", "tp",
+                                                  "draft tokens"))
 
 FLAGS: tuple[FlagDef, ...] = tuple(f for e in ENGINES for f in e.flags)
 _BY_WORD, _ = index_flags(FLAGS)  # SGLang's words first: an alias both engines use names SGLang's flag
@@ -68,7 +81,7 @@ def resolve_flag(word: str) -> FlagDef:
 
 def knob_of(flag_name: str) -> Knob | None:
     """The knob whose flag in some engine is ``flag_name``."""
-    return next((k for k in KNOBS if any(e.knob_flags[k.word] == flag_name for e in ENGINES)), None)
+    return next((k for k in KNOBS if any(e.knob_flags.get(k.word) == flag_name for e in ENGINES)), None)
 
 
 def flag_owner(fdef: FlagDef) -> Engine:

@@ -31,7 +31,8 @@ _HOST_PARTS = (
     '(timeout "$t" df -Pk "$6" > "$d/disk" 2>/dev/null) &',
     "wait",
     "main=$(sed -n 's/^MainPID=//p' \"$d/show\" 2>/dev/null)",
-    "pids=$( { echo \"$main\"; cut -d, -f1 \"$d/apps\" 2>/dev/null; grep -o 'pid=[0-9]*' \"$d/ss\" | cut -d= -f2; }"
+    "pids=$( { echo \"$main\"; cut -d, -f1 \"$d/apps\" 2>/dev/null; cut -d, -f2 \"$d/gpuapps\" 2>/dev/null;"
+    " grep -o 'pid=[0-9]*' \"$d/ss\" | cut -d= -f2; }"
     " | tr -dc '0-9\\n' | grep -v '^0*$' | sort -un | head -n 40 | paste -sd, -)",
     f'for s in show apps gpuapps gpus ss disk; do echo "{MARK}$s"; cat "$d/$s" 2>/dev/null; done',
     f'echo "{MARK}ps"',
@@ -83,7 +84,9 @@ async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str],
     checks.extend(_path_checks(model, tokenizer, sections.get("paths", ""), user, engine))
     checks.append(_port_check(argv, evidence, own, unit, engine))
     checks.append(_disk_check(sections.get("disk", ""), log_dir))
-    checks.extend(_gpu_checks(argv, unit_text, sections, own))
+    gone = {int(p["pid"]) for p in evidence.get("process_info") or []  # exited, not yet reaped: no GPU memory
+            if isinstance(p, dict) and str(p.get("cmdline", "")).rstrip().endswith("<defunct>")}
+    checks.extend(_gpu_checks(argv, unit_text, sections, own | gone, attributed_pids(evidence)))
     return [_unattributed(c, evidence, unit) for c in checks]
 
 
@@ -181,7 +184,8 @@ def _disk_check(text: str, path: str) -> Check:
 Gpus = dict[str, tuple[str, int, int]]  # index -> (uuid, used MiB, total MiB)
 
 
-def _gpu_checks(argv: Sequence[str], unit_text: str, sections: dict[str, str], own: set[int]) -> list[Check]:
+def _gpu_checks(argv: Sequence[str], unit_text: str, sections: dict[str, str], own: set[int],
+                known: set[int] | None = None) -> list[Check]:
     gpus: Gpus = {}
     for line in sections.get("gpus", "").splitlines():
         parts = [p.strip() for p in line.split(",")]
@@ -201,7 +205,7 @@ def _gpu_checks(argv: Sequence[str], unit_text: str, sections: dict[str, str], o
     if tp * dp > len(names):
         checks.append(Check(FAIL, f"GPUs: tp {tp} x dp {dp} needs {tp * dp} GPUs; {len(names)} are visible"))
     present = [g for g in names if g in gpus][: max(tp * dp, 1)]
-    checks += _memory_checks(argv, gpus, present, _foreign_use(sections, gpus, own))
+    checks += _memory_checks(argv, gpus, present, _foreign_use(sections, gpus, own), known)
     return checks
 
 
@@ -219,9 +223,16 @@ def _foreign_use(sections: dict[str, str], gpus: Gpus, own: set[int]) -> dict[st
 
 
 def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
-                   others: dict[str, list[tuple[int, int]]]) -> list[Check]:
+                   others: dict[str, list[tuple[int, int]]], known: set[int] | None = None) -> list[Check]:
     """Does the new mem-fraction (vLLM: gpu-memory-utilization) fit next to the memory other processes hold?
-    The worst GPU decides."""
+    The worst GPU decides. When the processes whose owner the probes established (`known`) are already enough to
+    refuse, the refusal names only them: a holder seen by one `nvidia-smi` query and gone (or not yet probed) by
+    the time of `ps` must not turn a refusal that stands on its own into a warning."""
+    if known is not None:
+        grounded = {g: [(p, m) for p, m in held if p in known] for g, held in others.items()}
+        refusal = _memory_checks(argv, gpus, present, {g: h for g, h in grounded.items() if h})
+        if refusal and refusal[0].status == FAIL:
+            return refusal
     engine = engine_for(argv)
     mem_name = engine.mem_flag.removeprefix("--")
     frac_s = first_flag(argv, engine.mem_flag) or (str(engine.mem_default) if engine.mem_default is not None else None)
@@ -246,7 +257,8 @@ def _memory_checks(argv: Sequence[str], gpus: Gpus, present: list[str],
     if not present:
         return []
     held_any = {g: sum(m for _, m in others.get(g, [])) for g in present}
-    what = f"{mem_name} {frac}" if frac is not None else "the engine's default mem-fraction"
+    what = (f"{mem_name} {frac}" if frac is not None else "the engine's default mem-fraction" if engine.mem_flag
+            else "what the engine allocates")
     if any(held_any.values()):
         worst_g = max(held_any, key=lambda k: held_any[k])
         return [Check(WARN, f"GPU {worst_g}: {held_any[worst_g]:,} MiB held by other processes; {what} still fits")]

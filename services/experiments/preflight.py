@@ -7,7 +7,9 @@ Three parts, each a line (✓ / ⚠ / ✗) in the preview:
   types from the parser object ``ServerArgs.add_cli_args`` builds; vLLM: the unit's ``vllm serve --help=all``),
   cached per host + launcher + engine version and read again when the version changes (the flags the previous
   version accepted are kept to name removed ones). The new command line is checked against it
-  (`services.units.engine_cli.check_argv`); a refusal carries the engine's wording.
+  (`services.units.engine_cli.check_argv`); a refusal carries the engine's wording. An engine whose
+  parser can be run on the whole argv (`Engine.parser_check`: llama.cpp's binary with the new flags and
+  ``--help``) is checked that way, its own first error line being the refusal.
 * **The host, in one SSH exec** (`services.experiments.host_checks`): model and tokenizer paths
   readable by the unit's user, the server port free or held only by the unit itself, free disk for logs, the
   GPUs of ``CUDA_VISIBLE_DEVICES`` present, and the GPU memory held by processes that are not the unit's
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 OK, WARN, FAIL = "✓", "⚠", "✗"
 MARK = "@@pitcrew-section "
 PREVIEW_FLAG_WAIT_S = 20.0  # the chat preview waits this long for a first read of the engine's flags
+PARSER_CHECK_TIMEOUT_S = 15.0  # an engine's own parser run on a new argv (llama.cpp: the binary with --help)
 
 # $1 the launcher, $2 per-step timeout, $3/$4 the engine's help and types snippets (`HelpProbe`, given $1 as
 # their own $1); prints the help and the parser's value types (JSON) in two sections
@@ -168,6 +171,20 @@ class EngineFlagCache:
         return entry
 
 
+async def _parser_check(host: Host, display: str, probe: list[str]) -> list[Check]:
+    """The engine's own parser run on the whole new argv on the host (`Engine.parser_check`): exit 0 accepts it;
+    otherwise the engine's first error line is the refusal, word for word."""
+    try:
+        res = await host.run(probe, timeout=PARSER_CHECK_TIMEOUT_S)
+    except (HostError, PitcrewError, OSError) as e:
+        return [Check(WARN, f"flags: could not run {display}'s parser on {host.spec.name}: {e}")]
+    if res.exit_status == 0:
+        return [Check(OK, f"flags: {display}'s own parser accepts the command line")]
+    lines = [ln.strip() for ln in (res.stderr + "\n" + res.stdout).splitlines() if ln.strip()]
+    said = next((ln for ln in lines if "error" in ln.lower() or "invalid" in ln.lower()), lines[0] if lines else "")
+    return [Check(FAIL, f"{display} refuses the command line: `{said[:300] or f'exit status {res.exit_status}'}`")]
+
+
 def _json_obj(text: str) -> dict[str, Any]:
     for line in reversed(text.splitlines()):
         try:
@@ -186,6 +203,9 @@ async def check_flags(cache: EngineFlagCache, host: Host, argv: Sequence[str], *
     if found is None:
         return [Check(WARN, "flags: not checked (ExecStart= runs neither sglang.launch_server nor vllm serve)")]
     server, python, start = found
+    probe = server.parser_check(argv)
+    if probe is not None:
+        return await _parser_check(host, server.display, probe)
     if server.help_probe is None:
         return [Check(WARN, server.help_unread or f"flags: not checked for {server.name}")]
     engine = server.name

@@ -58,6 +58,7 @@ class SshConnection:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._connect_lock = asyncio.Lock()
         self._channels = asyncio.Semaphore(max_channels)
+        self._in_use = 0  # slots held now (commands, streams, SFTP), the caller's own included
         self._closed = False
 
     def label(self) -> str:
@@ -183,9 +184,10 @@ class SshConnection:
         A channel refused on a live connection (OpenSSH's ``MaxSessions`` reached for a moment:
         sshd frees a session slot a little after the client sees the channel close) is retried
         with a short backoff until the connect timeout. Past the caller's ``deadline`` (monotonic
-        time) it raises `HostTimeout`: nothing was started.
+        time) it raises `HostTimeout`: nothing was started. A stalled open drops the connection only
+        when no other channel uses it: their commands would otherwise be lost mid-run.
         """
-        reconnected = False
+        reconnected = waited = False
         session_backoff, refusals = Backoff(initial_s=0.01, max_s=0.2, jitter=0.0), 0
 
         def budget(limit: float) -> float:
@@ -221,9 +223,16 @@ class SshConnection:
                     refusals += 1
                     continue
             except TimeoutError:
+                shared = self._in_use > 1
                 if deadline is not None and time.monotonic() >= deadline:
-                    self.forget(conn)
+                    if not shared:
+                        self.forget(conn)
                     raise not_started() from None
+                if shared and not waited:
+                    # other channels use this connection: a slow open on a busy host is not a dead connection, and
+                    # aborting it would lose their commands mid-run (keepalive finds a connection that is dead)
+                    waited = True
+                    continue
             except CONNECTION_ERRORS:
                 pass
             self.forget(conn)
@@ -255,7 +264,9 @@ class SshConnection:
                 "(all SSH sessions to it were busy); nothing ran.",
                 host=self.spec.name,
             ) from None
+        self._in_use += 1
         try:
             yield
         finally:
+            self._in_use -= 1
             self._channels.release()

@@ -3,6 +3,14 @@
 `Database(url)` is built by the composition root and passed down; nothing connects at import
 time. `migrate()` runs Alembic's upgrade to head on the app's own connection (no nested event
 loop). SQLite gets WAL, foreign keys and a busy timeout; PostgreSQL gets a bounded pool.
+
+SQLite's write transactions are taken one at a time in this process (an asyncio lock, then
+``BEGIN IMMEDIATE``), so no connection of ours ever sleeps in SQLite's busy handler waiting for another
+of ours. That wait holds the connection's mutex, and a cursor of that connection left in a reference
+cycle by a failed statement (an expected IntegrityError) is finalized by the garbage collector on the
+event loop's thread, which then blocks on that mutex with the GIL held: the whole process froze until
+the 30 s busy timeout ran out (seen with ten concurrent lease takes). Reads (`sessions()`) never wait
+under WAL.
 """
 
 from __future__ import annotations
@@ -54,12 +62,34 @@ class Database:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self._sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self._lock_fd: int | None = None
+        self._writer = asyncio.Lock()  # SQLite: one write transaction of this process at a time
+        self._writer_task: asyncio.Task[Any] | None = None
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
         """A session inside one transaction: committed on success, rolled back on error."""
+        if not self.is_sqlite:
+            async with self._transaction() as s:
+                yield s
+            return
+        task = asyncio.current_task()
+        if task is not None and task is self._writer_task:
+            raise RuntimeError("a write session was opened inside another one of the same task (SQLite would "
+                               "deadlock on its own write lock)")
+        async with self._writer:
+            self._writer_task = task
+            try:
+                async with self._transaction(immediate=True) as s:
+                    yield s
+            finally:
+                self._writer_task = None
+
+    @asynccontextmanager
+    async def _transaction(self, *, immediate: bool = False) -> AsyncIterator[AsyncSession]:
         try:
             async with self._sessionmaker() as s, s.begin():
+                if immediate:  # the write lock up front: a deferred transaction would upgrade its lock mid-way
+                    await s.execute(text("BEGIN IMMEDIATE"))
                 yield s
         except (OperationalError, DBAPIError, OSError) as e:
             if isinstance(e, OSError) or _is_connection_error(e):

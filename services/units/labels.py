@@ -30,7 +30,8 @@ __all__ = ["NO_CHANGE", "changes_label", "config_label", "flag_label", "format_l
 NO_CHANGE = "current config"
 SEP = " · "
 _TOKEN_COUNTS = frozenset({"--context-length", "--max-model-len", "--chunked-prefill-size",
-                           "--max-num-batched-tokens", "--max-total-tokens", "--max-prefill-tokens"})
+                           "--max-num-batched-tokens", "--max-total-tokens", "--max-prefill-tokens",
+                           "--ctx-size", "--batch-size", "--ubatch-size"})
 _STEPS = KNOBS[0]
 
 

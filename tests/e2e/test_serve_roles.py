@@ -7,23 +7,29 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
-async def _serve(tmp_path: Path, extra: dict[str, str], *, within: float = 20.0) -> tuple[int | None, str]:
+async def _serve(tmp_path: Path, extra: dict[str, str], *, within: float = 60.0,
+                 until: Callable[[], bool] | None = None) -> tuple[int | None, str]:
+    """Run `pitcrew serve` until it exits, `until()` holds (then it is killed) or `within` seconds pass."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PITCREW_")}
     env.update({"PITCREW_SLACK__BOT_TOKEN": "xoxb-not-used", "PITCREW_SLACK__APP_TOKEN": "xapp-not-used",
                 "PITCREW_SLACK__API_BASE_URL": "http://127.0.0.1:9/api/",
                 "PITCREW_DB__URL": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}", **extra})
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env, cwd=tmp_path,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), within)
-        return proc.returncode, out.decode()
-    except TimeoutError:
-        proc.kill()
-        out, _ = await proc.communicate()
-        return None, out.decode()
+    output = asyncio.create_task(proc.communicate())
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not output.done() and loop.time() < deadline and not (until is not None and until()):
+        await asyncio.sleep(0.1)
+    if output.done():
+        return proc.returncode, output.result()[0].decode()
+    proc.kill()
+    out, _ = await output
+    return None, out.decode()
 
 
 async def test_serve_without_roles_refuses_and_explains_how_to_grant_one(tmp_path: Path) -> None:
@@ -37,7 +43,8 @@ async def test_serve_without_roles_refuses_and_explains_how_to_grant_one(tmp_pat
 
 async def test_serve_with_a_group_granted_gets_past_the_role_check(tmp_path: Path) -> None:
     roles = {"*": "viewer", "gpu-oncall": "operator"}
-    _code, out = await _serve(tmp_path, {"PITCREW_POLICY__ROLES": json.dumps(roles)}, within=8.0)
+    db = tmp_path / "bot.db"
+    _code, out = await _serve(tmp_path, {"PITCREW_POLICY__ROLES": json.dumps(roles)}, until=db.exists)
     # it goes on to start (and fails later on the unreachable Slack URL, or is still retrying)
     assert "grants no operator or admin" not in out, out
     assert (tmp_path / "bot.db").exists()  # it got as far as opening its database

@@ -43,3 +43,29 @@ def test_other_checks_pass_through() -> None:
     unseen = Check(FAIL, f"port 30000: held by a process pitcrew cannot see, and {UNIT} is not running", holders=())
     assert _unattributed(unseen, {"systemctl_show": SHOW}, UNIT) is unseen  # the unit is known not to run
     assert _unattributed(unseen, {}, UNIT).status == WARN
+
+
+def _gpu_lines(held: dict[int, list[tuple[int, int]]]) -> dict[str, str]:
+    uuid = "GPU-5c9e3a1{}-7b2d-4f0e-9a61-0c3d8e2f000{}"
+    return {"gpus": "\n".join(f"{i}, {uuid.format(i, i)}, {sum(m for _, m in held.get(i, []))}, 97887"
+                              for i in range(2)),
+            "gpuapps": "\n".join(f"{uuid.format(i, i)}, {p}, {m}" for i, rows in held.items() for p, m in rows)}
+
+
+def test_a_refusal_that_stands_on_attributed_holders_is_not_softened_by_a_holder_ps_missed() -> None:
+    """Seen in CI: the two `nvidia-smi` queries ran a moment apart, the second saw the crash-looping unit's
+    new scheduler (512 MiB) that `ps` was never asked about; the stale holders' 94,312 MiB alone refuse."""
+    from services.experiments.host_checks import _gpu_checks
+
+    sections = _gpu_lines({0: [(456, 94312), (999, 512)], 1: [(457, 94312), (1000, 512)]})
+    argv = ["python3", "-m", "sglang.launch_server", "--mem-fraction-static", "0.88"]
+    known = {456, 457, 123}
+    (check,) = _gpu_checks(argv, "", sections, own={123}, known=known)
+    assert check.status == FAIL and set(check.holders or ()) <= known, check
+    assert _unattributed(check, {"systemctl_show": SHOW, "process_info": [
+        {**STRANGER, "pid": p} for p in (456, 457)]}, UNIT) is check
+    # what only the unattributed holder would refuse stays a warning after _unattributed
+    small = _gpu_lines({0: [(456, 4000), (999, 90000)]})
+    (check,) = _gpu_checks(argv, "", small, own={123}, known=known)
+    assert check.status == FAIL and 999 in (check.holders or ())
+    assert _unattributed(check, {"systemctl_show": SHOW, "process_info": [STRANGER]}, UNIT).status == WARN

@@ -56,3 +56,25 @@ async def test_a_host_that_never_speaks_ssh_is_unreachable_within_the_connect_ti
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_a_channel_that_cannot_open_in_time_does_not_cut_the_commands_running_beside_it(target):
+    """Found by the twenty-concurrent-tries test on real systemd: one command whose channel did not open before its
+    deadline aborted the shared connection, and a `systemctl` running beside it was reported lost. A stalled open
+    now ends only its own command while other channels use the connection."""
+    host = target.host()
+    assert (await host.run(["true"], timeout=5)).ok
+    beside = asyncio.create_task(host.run(["sh", "-c", "sleep 1; echo done"], timeout=10))
+    await asyncio.sleep(0.3)  # the long command holds its channel
+
+    async def never_opens(conn):
+        await asyncio.sleep(30)
+
+    link = host._link
+    started = time.monotonic()
+    async with link.slot(["stalled"], time.monotonic() + 0.5):
+        with pytest.raises(HostTimeout):
+            await link.open(never_opens, time.monotonic() + 0.5, "the stalled command")
+    assert time.monotonic() - started < 2
+    assert (await beside).stdout == "done\n"  # not "lost while sh ran"
+    assert (await host.run(["echo", "after"], timeout=5)).stdout == "after\n"

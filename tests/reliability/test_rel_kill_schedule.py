@@ -2,8 +2,8 @@
 
 Each cycle starts a bot process (`rel_bot_proc.py`) against one SQLite file and one simulated
 host in its own process (`pitcrew sim up`), submits `try 4 steps` / `try 5 steps` / `rollback`,
-and either SIGKILLs it after a random delay or lets it finish. Afterwards a last bot process
-starts and the database and the host are checked: no job open, no job ran twice (one start event,
+and either SIGKILLs it after a random delay or lets it finish. Afterwards a last bot process runs what
+killed processes left queued, and the database and the host are checked: no job open, no job ran twice (one start event,
 one deploy and one of each step per job), every interrupted job is marked and told in its thread,
 no step is left `running`, no lease is held, and the host's unit file is a recorded revision.
 
@@ -34,6 +34,20 @@ ENGINE = os.environ.get("REL_KILL_DB", "sqlite")
 BENCH = {"concurrency": [1], "requests_per_level": 2, "warmup": 0, "input_len": 16, "output_len": 32}
 
 
+async def _until_no_job_is_open(url: str, *, within: float) -> None:
+    db = Database(url)
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                async with db.sessions() as s:
+                    open_jobs = (await s.execute(select(Job.id).where(Job.state.in_(("queued", "running"))))).all()
+                if not open_jobs:
+                    return
+                await asyncio.sleep(0.2)
+    finally:
+        await db.close()
+
+
 async def test_kill9_at_random_points_across_try_rollback_cycles(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}" if ENGINE == "sqlite" else await make_pg_database()
@@ -59,8 +73,11 @@ async def test_kill9_at_random_points_across_try_rollback_cycles(tmp_path: Path)
                     started[int(e["job"])] += 1
         last = await start_bot_proc(url, host_json, scale=SCALE, bench=BENCH)
         await last.wait_event(lambda e: e.get("event") == "ready", within=60)
-        await asyncio.sleep(0.3)
+        await _until_no_job_is_open(url, within=120)  # a job queued by a killed process runs here
         await last.stop()
+        for e in last.events:
+            if e.get("event") == "started":
+                started[int(e["job"])] += 1
         live_unit = (tmp_path / "sim" / "etc" / "systemd" / "system" / "sglang.service").read_text()
     finally:
         await sim.stop()

@@ -17,7 +17,7 @@ async def test_without_make_vllm_the_error_names_it(tmp_path: Path, monkeypatch:
     with pytest.raises(RuntimeError, match=r"real vLLM 0\.32 is not built on this machine .*run `make vllm`"):
         async with SimHost(tmp_path / "sim", engine="vllm", real_engine=True, ssh=False):
             pass
-    with pytest.raises(ValueError, match="vLLM only"):
+    with pytest.raises(ValueError, match="real_engine is for vLLM"):
         SimHost(tmp_path / "sim2", real_engine=True)
 
 

@@ -53,8 +53,10 @@ class SGLang:
     flags: tuple[FlagDef, ...] = flags.FLAGS
     knob_flags: Mapping[str, str] = {
         "steps": "--speculative-num-steps", "mem": "--mem-fraction-static", "context": "--context-length",
-        "max running": "--max-running-requests", "chunked prefill": "--chunked-prefill-size", "tp": "--tp-size"}
-    knob_labels: Mapping[str, str] = {k: k for k in knob_flags}
+        "max running": "--max-running-requests", "chunked prefill": "--chunked-prefill-size", "tp": "--tp-size",
+        "draft tokens": "--speculative-num-draft-tokens"}
+    knob_labels: Mapping[str, str] = {**{k: k for k in knob_flags}, "draft tokens": "draft"}
+    knob_absent: Mapping[str, str] = {}
     # Flags the engine itself marks deprecated (SGLang 0.5.9 `DeprecatedAction`, its help says what replaces them).
     deprecated_flags: Mapping[str, str] = {
         "--hybrid-kvcache-ratio": "use --swa-full-tokens-ratio instead (deprecated in 0.5.9)",
@@ -101,6 +103,9 @@ class SGLang:
 
     def read_values(self, argv: Sequence[str]) -> dict[str, str]:
         return flags.read_values(argv)
+
+    def parser_check(self, argv: Sequence[str]) -> list[str] | None:
+        return None  # preflight reads SGLang's --help and argparse types (services.experiments.preflight)
 
     def label_hides(self, flag: str, values: Mapping[str, str]) -> bool:
         """SGLang's draft tokens, when they are steps + 1 (what SGLang derives with topk 1): steps says it."""

@@ -56,8 +56,10 @@ class Vllm:
     knob_flags: Mapping[str, str] = {
         "steps": "--num-speculative-tokens", "mem": "--gpu-memory-utilization", "context": "--max-model-len",
         "max running": "--max-num-seqs", "chunked prefill": "--max-num-batched-tokens",
-        "tp": "--tensor-parallel-size"}
-    knob_labels: Mapping[str, str] = {**{k: k for k in knob_flags}, "steps": "spec tokens"}
+        "tp": "--tensor-parallel-size", "draft tokens": "--num-speculative-tokens"}
+    knob_labels: Mapping[str, str] = {**{k: k for k in knob_flags}, "steps": "spec tokens",
+                                      "draft tokens": "spec tokens"}
+    knob_absent: Mapping[str, str] = {}
     deprecated_flags: Mapping[str, str] = {}
     # the flags memory advice names (vLLM's EngineArgs)
     advice_flags: Mapping[str, str] = {
@@ -108,6 +110,9 @@ class Vllm:
 
     def read_values(self, argv: Sequence[str]) -> dict[str, str]:
         return flags.read_values(argv)
+
+    def parser_check(self, argv: Sequence[str]) -> list[str] | None:
+        return None
 
     def label_hides(self, flag: str, values: Mapping[str, str]) -> bool:
         return False
