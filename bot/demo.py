@@ -39,6 +39,14 @@ and this chat.
 Try:  [bold]status[/bold]   ·   [bold]try 4 spec tokens[/bold]   ·   [bold]sweep spec tokens 2..5[/bold]   ·   \
 [bold]try context 262144[/bold] (a KV cache too small for it)   ·   [bold]help flags[/bold]
 Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave."""
+BANNER_REAL_VLLM = """[bold]pitcrew demo[/bold] — a simulated GPU host whose engine is \
+[bold]real vLLM {version}[/bold] running on this machine's CPU ({model}; the GPU is simulated), under {systemd}, \
+and this chat.
+Try:  [bold]status[/bold]   ·   [bold]try 4 spec tokens[/bold] (0.32: n-gram speculation)   ·   \
+[bold]try context 100000[/bold] (a KV cache too small for it)   ·   [bold]try --max-num-seqz 8[/bold]   ·   \
+[bold]help flags[/bold]
+Confirm a preview with [bold]yes[/bold] or its number; [bold]quit[/bold] to leave. \
+A real start takes a minute or more."""
 
 BANNER_LLAMACPP = """[bold]pitcrew demo[/bold] — a host running llama.cpp's real llama-server (SmolLM2-135M on \
 the CPU; the GPU is simulated) under {systemd} ({scenario}), and this chat.
@@ -98,7 +106,8 @@ async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, qui
 
 async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale: float, keep: Path | None,
                    interactive: bool, timeout_s: float = 900.0, files_dir: Path | None = Path("pitcrew-demo"),
-                   noise_pct: float = 0.0, engine: str = "sglang", systemd: str = "python") -> int:
+                   noise_pct: float = 0.0, engine: str = "sglang", systemd: str = "python",
+                   real_engine: bool = False, vllm_version: str = "0.32") -> int:
     from simhost.host import SimHost
 
     console = Console(highlight=False, width=None if interactive else 160)
@@ -107,11 +116,15 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
         workdir = keep or Path(sync_stack.enter_context(tempfile.TemporaryDirectory(prefix="pitcrew-demo-")))
         workdir.mkdir(parents=True, exist_ok=True)
         async with AsyncExitStack() as stack:
-            console.print(f"starting the simulated host ({engine}, {scenario}, time scale {time_scale}, "
+            if real_engine:
+                time_scale = 1.0  # a real engine runs in real time
+            what = f"real vLLM {vllm_version} on CPU" if real_engine else engine
+            console.print(f"starting the simulated host ({what}, {scenario}, time scale {time_scale}, "
                           f"{'systemd 252' if systemd == 'real' else 'the simulator'}'s service manager) …",
                           style="dim")
             sim = await stack.enter_async_context(SimHost(workdir / "sim", scenario=scenario, time_scale=time_scale,
-                                                          noise_pct=noise_pct, engine=engine, systemd=systemd))
+                                                          noise_pct=noise_pct, engine=engine, systemd=systemd,
+                                                          real_engine=real_engine, vllm_version=vllm_version))
             settings = demo_settings(workdir, sim.info, time_scale=time_scale, engine=engine)
             core = await build_core(settings, stack, transport=TRANSPORT, time_scale=time_scale)
             view = ConsoleView(console, files_dir=files_dir)
@@ -119,14 +132,36 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
             delivery = asyncio.create_task(run_delivery(core.store, ConsoleDeliverer(view), holder=core.holder,
                                                         stop=stop, wake=core.wake, poll_s=0.1))
             stack.push_async_callback(_stop_task, delivery, stop)
+            if real_engine:  # a real engine's --help takes its imports' time: read it now, not at the first preview
+                warm = asyncio.create_task(_read_engine_flags(core, sim.info["name"]))
+                stack.push_async_callback(_cancel, warm)
             chat = ConsoleChat(core.router.dispatch, view)
             manager = "systemd 252 (real, in private namespaces)" if systemd == "real" else "systemd (simulated)"
-            console.print(Panel(BANNERS.get(engine, BANNER).format(scenario=scenario, systemd=manager)))
+            banner = BANNER_REAL_VLLM if real_engine else BANNERS.get(engine, BANNER)
+            real = sim.info.get("real_engine") or {}
+            console.print(Panel(banner.format(scenario=scenario, systemd=manager, version=real.get("version"),
+                                              model=real.get("model"))))
             if interactive and script_lines is None:
                 return await _interactive(chat, core, stop)
             lines = script_lines if script_lines is not None else [ln async for ln in read_lines(stop)]
             return await _scripted(chat, core, lines, timeout_s=timeout_s, quiet_s=max(2.0, 200 * time_scale))
     return 0
+
+
+async def _read_engine_flags(core: Core, host: str) -> None:
+    """Fill preflight's flag table of `host`'s engine (the same read a preview makes, waited for here)."""
+    from services.experiments import check_flags
+    from services.units import read_exec_start
+
+    ops = core.experiments.ops(host)
+    with contextlib.suppress(Exception):  # a failed read is the preview's to report, as it would without this
+        await check_flags(core.experiments.engine_flags, ops.host, read_exec_start(await ops.read_unit()).argv)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 async def _stop_task(task: asyncio.Task[None], stop: asyncio.Event) -> None:

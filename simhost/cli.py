@@ -35,9 +35,14 @@ def sim() -> None:
 @click.option("--systemd", "systemd", type=click.Choice(["python", "real"]), default="python", show_default=True,
               help="The host's service manager: the sim's supervisor, or systemd 252 itself booted in private "
                    "namespaces on a throwaway overlay (needs root; reached through its own sshd as `pitcrew`).")
+@click.option("--real-engine", is_flag=True,
+              help="vLLM only: run the real `vllm serve` (CPU build, a real small model; built by `make vllm`) "
+                   "instead of the fake server. The GPU stays simulated; everything runs in real time.")
+@click.option("--vllm-version", type=click.Choice(["0.32", "0.11"]), default="0.32", show_default=True,
+              help="With --real-engine: which real vLLM.")
 def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_memory_mib: int,
        ssh_port: int, name: str, noise_pct: float, noise_seed: int,
-       engine: str, systemd: str) -> None:
+       engine: str, systemd: str, real_engine: bool, vllm_version: str) -> None:
     """Start one simulated host in the foreground; prints its host entry as one JSON line when ready."""
     import asyncio
     import json
@@ -51,6 +56,13 @@ def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_m
 
         if (why := unavailable()) is not None:
             raise click.ClickException(f"real systemd cannot be booted here: {why} (use --systemd python)")
+    if real_engine:
+        from simhost.realvllm import unavailable as engine_missing
+
+        if engine != "vllm":
+            raise click.ClickException("--real-engine needs --engine vllm")
+        if (why := engine_missing(vllm_version)) is not None:
+            raise click.ClickException(why)
 
     if engine == "llamacpp":
         from simhost.llamacpp.build import EngineNotBuilt, built
@@ -63,7 +75,8 @@ def up(state_dir: str | None, scenario: str, time_scale: float, gpus: int, gpu_m
     async def run() -> None:
         host = SimHost(Path(state_dir) if state_dir else None, scenario=scenario, time_scale=time_scale,
                        gpus=gpus, gpu_memory_mib=gpu_memory_mib, ssh_port=ssh_port, name=name,
-                       noise_pct=noise_pct, noise_seed=noise_seed, engine=engine, systemd=systemd)
+                       noise_pct=noise_pct, noise_seed=noise_seed, engine=engine, systemd=systemd,
+                       real_engine=real_engine, vllm_version=vllm_version)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

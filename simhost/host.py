@@ -8,7 +8,8 @@ journal, the GPU ledger), starts the control socket, the supervisor and the SSH 
 `DIR/host.json` (= `.info`). On exit it stops everything: the unit's process group, leftover
 holders and port squatters, the SSH server (no orphan processes). Faults (`await fault(name)` or
 `pitcrew sim fault --dir DIR NAME`): stale-gpu-holder, port-in-use, nccl-timeout, xid, slow-load,
-clear.
+clear. With `real_engine=True` (vLLM only) the unit runs the real `vllm serve` that `make vllm` built
+(`simhost.realvllm`) on CPU, in real time; the GPU stays simulated, and only port-in-use and clear apply.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simhost import control, gpu, procs, simstate
+from simhost import control, gpu, procs, realvllm, simstate
 from simhost.journal import JournalWriter
 from simhost.scenarios import FAULTS, SCENARIOS, unit_text
 from simhost.supervisor import JobFailed, Supervisor
 from simhost.tools.install import install_sglang_shim, install_tools
+from simhost.vllm.serve import install_metadata as install_vllm_metadata
 
 if TYPE_CHECKING:
     from simhost.systemd.backend import RealSystemd
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 UNIT = "sglang.service"
 UNITS = {"sglang": UNIT, "vllm": "vllm.service", "llamacpp": "llama-server.service"}
 SYSTEMD_BACKENDS = ("python", "real")
+REAL_ENGINE_FAULTS = ("port-in-use", "clear")  # the others act on the fake server's simulated GPU work
 MODEL = "Qwen3.5-122B-A10B"
 _SLEEPER = ("import ctypes,signal,socket,sys\n"
             "libc=ctypes.CDLL(None)\nlibc.prctl(15,sys.argv[1].encode()[:15],0,0,0)\n"
@@ -59,7 +62,8 @@ class SimHost:
     def __init__(self, dir: Path | None = None, *, scenario: str = "healthy", time_scale: float = 0.01,
                  gpus: int = 4, gpu_memory_mib: int = gpu.DEFAULT_MEMORY_MIB, ssh_port: int = 0,
                  name: str = "sim-gpu-1", ssh: bool = True, noise_pct: float = 0.0, noise_seed: int = 0,
-                 engine: str = "sglang", systemd: str = "python", sudoers: str | None = None) -> None:
+                 engine: str = "sglang", systemd: str = "python", sudoers: str | None = None,
+                 real_engine: bool = False, vllm_version: str = realvllm.DEFAULT_VERSION) -> None:
         if systemd not in SYSTEMD_BACKENDS:
             raise ValueError(f"unknown systemd backend {systemd!r} (one of {', '.join(SYSTEMD_BACKENDS)})")
         if engine not in UNITS:
@@ -70,7 +74,13 @@ class SimHost:
             built()
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r} (one of {', '.join(SCENARIOS)})")
+        if real_engine and engine != "vllm":
+            raise ValueError("real_engine is for vLLM (engine='vllm'): llama.cpp always runs its real server")
         self._given_dir = dir
+        self.real_engine = real_engine  # the unit runs the real `vllm serve` (CPU build, `make vllm`)
+        self.vllm_version = vllm_version
+        if real_engine:
+            time_scale = 1.0  # a real engine runs in real time: so do the unit's restart and stop timers
         self.scenario = scenario
         self.engine = engine
         self.unit_name = UNITS[engine]
@@ -151,7 +161,8 @@ class SimHost:
         root = self.root
         self._journal = JournalWriter(root, hostname=self.name)
         self.supervisor = Supervisor(root, self._journal, self.unit_path, time_scale=self.time_scale,
-                                     service_env=self.service_env, python=_venv_python())
+                                     service_env=self.service_env, python=_venv_python(),
+                                     fake_engines=not self.real_engine)
         self.supervisor.on_exit.append(self._on_server_exit)
         try:
             self._control = await control.serve(root, self._handle)
@@ -170,7 +181,7 @@ class SimHost:
             await self.supervisor.start()
         self.info = {"name": self.name, "ssh_host": ssh_host, "ssh_port": ssh_port, "user": user,
                      "client_key": client_key, "known_hosts": known_hosts, "unit": self.unit_name,
-                     "unit_dir": str(self.unit_dir), "server_url": self.server_url}
+                     "unit_dir": str(self.unit_dir), "server_url": self.server_url, **self._engine_info()}
         _write_json(root / "host.json", self.info)
 
     async def _enter_real(self) -> None:
@@ -187,7 +198,9 @@ class SimHost:
         layout = HostLayout(hostname=self.name, ssh_port=ssh_port, host_key=root / "ssh" / "host_key",
                             client_public_key=(root / "ssh" / "client_key.pub").read_text(), unit=self.unit_name,
                             unit_text=self._unit_text, sim_dir=root, repo=repo_root(), environment=env,
-                            sudoers=self.sudoers)
+                            sudoers=self.sudoers,
+                            reach=(realvllm.engine_dir(self.vllm_version), realvllm.model_dir())
+                            if self.real_engine else ())
         self.real = RealSystemd(layout, root / "systemd")
         try:
             self._control = await control.serve(root, self._handle)
@@ -203,8 +216,15 @@ class SimHost:
         self.info = {"name": self.name, "ssh_host": "127.0.0.1", "ssh_port": ssh_port, "user": USER,
                      "client_key": str(root / "ssh" / "client_key"), "known_hosts": str(known),
                      "unit": self.unit_name, "unit_dir": str(self.unit_dir), "server_url": self.server_url,
-                     "sudo": True, "systemd": "real"}
+                     "sudo": True, "systemd": "real", **self._engine_info()}
         _write_json(root / "host.json", self.info)
+
+    def _engine_info(self) -> dict[str, Any]:
+        """What `.info` says about the engine: a real one names its version and its device (CPU)."""
+        if not self.real_engine:
+            return {}
+        return {"real_engine": {"engine": "vllm", "version": self.vllm_version, "device": "cpu",
+                                "model": realvllm.MODEL}}
 
     def _make_root(self) -> Path:
         if self._given_dir is None:
@@ -220,18 +240,28 @@ class SimHost:
         old_url = str(old.get("server_url") or "")
         self.server_port = int(old_url.rsplit(":", 1)[1]) if old_url.count(":") == 2 else free_port()
         self.unit_dir.mkdir(parents=True, exist_ok=True)
-        model_dir = root / "models" / MODEL
-        model_dir.mkdir(parents=True, exist_ok=True)
-        (model_dir / "config.json").write_text(json.dumps({"architectures": ["Qwen3_5MoeForCausalLM"],
-                                                          "model_type": "qwen3_5_moe"}))
-        scale = self.time_scale if self.systemd == "real" else None
-        if self.engine == "llamacpp":  # the real engine from `make engine`'s cache (EngineNotBuilt without it)
-            from simhost.llamacpp.layout import install
+        if self.real_engine:
+            if (why := realvllm.unavailable(self.vllm_version)) is not None:
+                raise RuntimeError(why)
+            # the unit names the model through DIR (remove the link for vLLM's own missing-model error)
+            link = root / "models" / realvllm.MODEL
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.is_symlink():
+                link.symlink_to(realvllm.model_dir(), target_is_directory=True)
+            self._unit_text = realvllm.unit_text(self.vllm_version, self.server_port, link)
+        else:
+            model_dir = root / "models" / MODEL
+            model_dir.mkdir(parents=True, exist_ok=True)
+            (model_dir / "config.json").write_text(json.dumps({"architectures": ["Qwen3_5MoeForCausalLM"],
+                                                              "model_type": "qwen3_5_moe"}))
+            scale = self.time_scale if self.systemd == "real" else None
+            if self.engine == "llamacpp":  # the real engine from `make engine`'s cache (EngineNotBuilt without it)
+                from simhost.llamacpp.layout import install
 
-            install(root)
-            model_dir = root
-        self._unit_text = unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port,
-                                    engine=self.engine, scale=scale)
+                install(root)
+                model_dir = root
+            self._unit_text = unit_text(SCENARIOS[self.scenario]["steps"], model_dir, self.server_port,
+                                        engine=self.engine, scale=scale)
         if self.systemd == "python" and (not self.unit_path.exists() or not old):
             self.unit_path.write_text(self._unit_text)
         if self.systemd == "real":
@@ -241,6 +271,8 @@ class SimHost:
         else:
             install_tools(root / "bin")
         install_sglang_shim(root / "lib" / "python")
+        if not self.real_engine:  # the fake's `vllm` metadata, apart: never on the path of a real vLLM
+            install_vllm_metadata(root / "lib" / "vllm")
         gpu.write_shape(root, self.gpus, self.gpu_memory_mib)
         simstate.update(root, residual_gib=0.0, slow_load=False)
 
@@ -299,6 +331,9 @@ class SimHost:
         `_TRANSPORT` is then `journal`), and a stale holder cannot be armed while the engine runs."""
         if name not in FAULTS:
             raise ValueError(f"unknown fault {name!r} (one of {', '.join(FAULTS)})")
+        if self.real_engine and name not in REAL_ENGINE_FAULTS:
+            raise ValueError(f"fault {name!r} needs the simulated engine (a real one takes "
+                             f"{', '.join(REAL_ENGINE_FAULTS)})")
         if name == "stale-gpu-holder":
             if not await self.main_pid():  # nothing running: a leftover of an earlier run holds the memory now
                 self._spawn_stale({i: 94312 for i in range(self.gpus)})

@@ -49,8 +49,9 @@ class Supervisor:
     """One unit, supervised in the SimHost's event loop."""
 
     def __init__(self, root: Path, journal: JournalWriter, unit_path: Path, *, time_scale: float,
-                 service_env: dict[str, str], python: str) -> None:
+                 service_env: dict[str, str], python: str, fake_engines: bool = True) -> None:
         self.root = root
+        self.fake_engines = fake_engines  # False: ExecStart runs as written (`SimHost(real_engine=True)`)
         self.journal = journal
         self.unit_path = unit_path
         self.name = unit_path.name
@@ -168,6 +169,8 @@ class Supervisor:
     def _map_command(self, argv: list[str]) -> list[str]:
         self._mapped = False
         self._ident = "python3"
+        if not self.fake_engines:
+            return argv
         if len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1:3] == [
                 "-m", "sglang.launch_server"]:
             self._mapped = True

@@ -6,7 +6,7 @@ a changed key is ✗ and nothing else is tried on that host), then, concurrently
 * unit    — ``systemctl show`` + ``systemctl cat`` as the login user: the unit is loaded from the file pitcrew
             edits, runs an engine pitcrew knows (`services.units.detect_engine`), is active, needs no daemon-reload;
 * flags   — the engine's own ``--help`` read on the host and the unit's ``ExecStart=`` checked against it
-            (preflight's reading, `services.experiments.check_flags`; vLLM's is not read yet: ⚠ with the reason);
+            (preflight's reading, `services.experiments.check_flags`: SGLang's `--help`, vLLM's `--help=all`);
 * sudo    — ``sudo -n -l`` (lists, runs nothing) against `services.hosts.sudoers_rule`; what is missing is named
             and the rule to install printed;
 * journal — ``journalctl -u UNIT`` readable by the login user, and the journal persistent (``--header``'s files

@@ -16,7 +16,15 @@ from services.engines.flags import (
     parse_flags,
     parse_value,
 )
-from services.engines.protocol import Capacity, CapacityReading, Engine, ForecastKnobs, Metrics, WindowFigures
+from services.engines.protocol import (
+    Capacity,
+    CapacityReading,
+    Engine,
+    ForecastKnobs,
+    HelpProbe,
+    Metrics,
+    WindowFigures,
+)
 from services.engines.registry import (
     DEFAULT_ENGINE,
     ENGINES,
@@ -54,6 +62,7 @@ __all__ = [
     "FlagDef",
     "FlagPlan",
     "ForecastKnobs",
+    "HelpProbe",
     "Knob",
     "Metrics",
     "WindowFigures",

@@ -4,7 +4,8 @@ Owns `Engine` (the protocol: detection and version, the flag vocabulary and sche
 signals, the metrics, the failure advice, the host facts preflight needs) and the plain values its
 methods return: `Capacity` (what a start logged about its KV cache), `CapacityReading` (a reader
 fed one start's lines), `WindowFigures` (server-side figures of a benchmark window, from two
-`/metrics` snapshots) and `ForecastKnobs` (the features the capacity forecast fits on).
+`/metrics` snapshots), `ForecastKnobs` (the features the capacity forecast fits on) and `HelpProbe` (how
+preflight reads the engine's own command line on a host).
 Each engine lives in its own package (`services.engines.sglang`, `services.engines.vllm`,
 `services.engines.llamacpp`) and is
 registered once in `services.engines.registry`.
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 
 from services.engines.flags import FlagDef, FlagPlan
 
-__all__ = ["Capacity", "CapacityReading", "Engine", "ForecastKnobs", "Metrics", "WindowFigures"]
+__all__ = ["Capacity", "CapacityReading", "Engine", "ForecastKnobs", "HelpProbe", "Metrics", "WindowFigures"]
 
 Metrics = Mapping[str, list[float]]  # a `/metrics` snapshot: metric name -> values of its series
 
@@ -37,6 +38,7 @@ class Capacity:
     max_concurrency: float | None = None  # vLLM: `Maximum concurrency for N tokens per request: X`
     concurrency_tokens: int | None = None  # ... the N of that line
     kv_cache_gib: float | None = None  # vLLM: `Available KV cache memory: X GiB`
+    device: str | None = None  # where the KV cache lives when the engine says (vLLM: "cpu" from `CPU KV cache size`)
 
 
 class CapacityReading(Protocol):
@@ -67,6 +69,17 @@ class ForecastKnobs:
     context_length: int | None
     explicit_max_running: int | None
     label: str  # "steps 4" / "spec tokens 5" / "no speculation"
+
+
+@dataclass(frozen=True, slots=True)
+class HelpProbe:
+    """How preflight reads the engine's own command line on a host: bash snippets run there, each given the
+    launcher `plain_launch` found as `$1` (the interpreter of ``python -m …``, or the ``vllm`` script)."""
+
+    version: str  # prints the installed version (last line), "?" when it cannot tell
+    help: str  # prints the parser's full ``--help`` (CPython argparse layout)
+    types: str = ""  # prints {option: type name} as JSON, read from the parser object ("": not offered)
+    what: str = "--help"  # how the help was asked for, for messages ("-m sglang.launch_server --help")
 
 
 class Engine(Protocol):
@@ -152,6 +165,7 @@ class Engine(Protocol):
     mem_default: float | None  # its value when the unit does not set it (None: the engine decides at start)
     no_model: str  # the preflight line when ExecStart= names no model
     help_unread: str | None  # None when preflight checks a new argv against the engine's own --help, else why not
+    help_probe: HelpProbe | None  # how preflight reads that --help (set exactly when help_unread is None)
 
     def model_of(self, argv: Sequence[str]) -> str:
         """The model the argv serves ("" when it names none)."""

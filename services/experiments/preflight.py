@@ -2,12 +2,12 @@
 
 Three parts, each a line (✓ / ⚠ / ✗) in the preview:
 
-* **Flags, by the engine's own parser.** The flag table is read from the engine on the host (the unit's
-  interpreter running ``-m sglang.launch_server --help``, and the value types from the parser object
-  ``sglang.srt.server_args.ServerArgs.add_cli_args`` builds), cached per host + interpreter + engine version
-  and read again when the version changes (the flags the previous version accepted are kept to name removed
-  ones). The new command line is checked against it (`services.units.engine_cli.check_argv`); a refusal
-  carries the engine's wording. vLLM (``vllm serve --help``) is a seam: said, not checked. An engine whose
+* **Flags, by the engine's own parser.** The flag table is read from the engine on the host as the engine's
+  `HelpProbe` says (SGLang: the unit's interpreter running ``-m sglang.launch_server --help``, and the value
+  types from the parser object ``ServerArgs.add_cli_args`` builds; vLLM: the unit's ``vllm serve --help=all``),
+  cached per host + launcher + engine version and read again when the version changes (the flags the previous
+  version accepted are kept to name removed ones). The new command line is checked against it
+  (`services.units.engine_cli.check_argv`); a refusal carries the engine's wording. An engine whose
   parser can be run on the whole argv (`Engine.parser_check`: llama.cpp's binary with the new flags and
   ``--help``) is checked that way, its own first error line being the refusal.
 * **The host, in one SSH exec** (`services.experiments.host_checks`): model and tokenizer paths
@@ -46,17 +46,11 @@ MARK = "@@pitcrew-section "
 PREVIEW_FLAG_WAIT_S = 20.0  # the chat preview waits this long for a first read of the engine's flags
 PARSER_CHECK_TIMEOUT_S = 15.0  # an engine's own parser run on a new argv (llama.cpp: the binary with --help)
 
-_VERSION_SCRIPT = (
-    'py="$1"; "$py" -c \'import importlib.metadata as m; print(m.version("sglang"))\' 2>/dev/null || echo "?"'
-)
-# $1 python, $2 per-step timeout; prints the help and the parser's value types (JSON) in two sections
-_TYPES_PY = ("import argparse, json; from sglang.srt.server_args import ServerArgs; "
-             "p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p); "
-             "print(json.dumps({s: getattr(a.type, '__name__', None) for a in p._actions"
-             " for s in a.option_strings if a.type is not None}))")
+# $1 the launcher, $2 per-step timeout, $3/$4 the engine's help and types snippets (`HelpProbe`, given $1 as
+# their own $1); prints the help and the parser's value types (JSON) in two sections
 _HELP_SCRIPT = (
-    f'py="$1"; t="$2"; echo "{MARK}help"; COLUMNS=100 timeout "$t" "$py" -m sglang.launch_server --help 2>&1; '
-    f'echo "{MARK}types"; timeout "$t" "$py" -c "$3" 2>/dev/null; exit 0'
+    f'l="$1"; t="$2"; echo "{MARK}help"; COLUMNS=100 timeout "$t" bash -c "$3" pitcrew-help "$l" 2>&1; '
+    f'echo "{MARK}types"; [ -z "$4" ] || timeout "$t" bash -c "$4" pitcrew-types "$l" 2>/dev/null; exit 0'
 )
 
 # $1 unit, $2 timeout, $3 unit user ("" = the login user), $4 model path, $5 tokenizer path, $6 log dir
@@ -111,11 +105,12 @@ class CachedFlags:
 class EngineFlagCache:
     """Engine flag tables per (host, interpreter, engine version); re-read when the version changes.
 
-    Reading a table can take long on a real host (``--help`` imports the engine, torch included); a caller
+    Reading a table can take long on a real host (``--help`` imports the engine, torch included: vLLM 0.32's
+    ``vllm serve --help=all`` took 26-65 s on a 2-core machine, and longer while a server loaded beside it); a caller
     that cannot wait (the chat preview) gives ``wait_s`` and gets `HostError` when the read takes longer,
     while the read goes on in the background and fills the cache for the next call."""
 
-    def __init__(self, *, help_timeout_s: float = 120.0) -> None:
+    def __init__(self, *, help_timeout_s: float = 300.0) -> None:
         self._by_key: dict[tuple[str, str], CachedFlags] = {}
         self._reading: dict[tuple[str, str, str], asyncio.Task[CachedFlags]] = {}
         self.help_timeout_s = help_timeout_s
@@ -123,9 +118,9 @@ class EngineFlagCache:
 
     async def get(self, host: Host, engine: str, python: str, *, wait_s: float | None = None) -> CachedFlags | None:
         server = engine_named(engine)
-        if server.name != engine or server.help_unread is not None:
+        if server.name != engine or server.help_probe is None:
             return None
-        res = await host.run(["bash", "-c", _VERSION_SCRIPT, "pitcrew-version", python], timeout=20.0)
+        res = await host.run(["bash", "-c", server.help_probe.version, "pitcrew-version", python], timeout=20.0)
         version = (res.stdout.strip().splitlines() or ["?"])[-1].strip() or "?"
         cached = self._by_key.get((host.spec.name, python))
         if cached is not None and cached.cli.version == version:
@@ -153,12 +148,14 @@ class EngineFlagCache:
         key = (host.spec.name, python)
         cached = self._by_key.get(key)
         t = self.help_timeout_s
-        res = await host.run(["bash", "-c", _HELP_SCRIPT, "pitcrew-help", python, f"{t:g}", _TYPES_PY],
+        probe = engine_named(engine).help_probe
+        assert probe is not None  # `get` reads only engines that have one
+        res = await host.run(["bash", "-c", _HELP_SCRIPT, "pitcrew-help", python, f"{t:g}", probe.help, probe.types],
                              timeout=2 * t + 10)
         sections = split_sections(res.stdout)
         help_text = sections.get("help", "")
         if "usage:" not in help_text:
-            raise HostError(f"{python} -m sglang.launch_server --help on {host.spec.name} printed no usage: "
+            raise HostError(f"{python} {probe.what} on {host.spec.name} printed no usage: "
                             f"{help_text.strip()[-300:] or 'nothing'}")
         cli = parse_help(help_text, engine=engine, version=version)
         types = _json_obj(sections.get("types", ""))
@@ -209,8 +206,8 @@ async def check_flags(cache: EngineFlagCache, host: Host, argv: Sequence[str], *
     probe = server.parser_check(argv)
     if probe is not None:
         return await _parser_check(host, server.display, probe)
-    if server.help_unread is not None:
-        return [Check(WARN, server.help_unread)]
+    if server.help_probe is None:
+        return [Check(WARN, server.help_unread or f"flags: not checked for {server.name}")]
     engine = server.name
     try:
         cached = await cache.get(host, engine, python, wait_s=wait_s)

@@ -69,14 +69,16 @@ class HostStatus:
     incidents: tuple[IncidentBrief, ...]
     last_result: LastResult | None
     engine_version: str = ""  # as the engine logged it at the start pitcrew last saw ("0.11.0"), else ""
+    engine_device: str = ""  # where that start said it runs when not on GPUs ("cpu": vLLM's CPU build), else ""
 
     @property
     def engine(self) -> str:
-        """``vLLM 0.11.0``, ``SGLang``, or ``—`` when the unit could not be read."""
+        """``vLLM 0.11.0``, ``vLLM 0.32.0 on CPU``, ``SGLang``, or ``—`` when the unit could not be read."""
         if self.state is None:
             return "—"
         name = engine_display(self.state.engine)
-        return f"{name} {self.engine_version}" if self.engine_version else name
+        text = f"{name} {self.engine_version}" if self.engine_version else name
+        return f"{text} on {self.engine_device.upper()}" if self.engine_device else text
 
 
 class OpenIncidents(Protocol):
@@ -114,13 +116,14 @@ class FleetStatus:
         if self.incidents is not None:
             incidents = tuple(IncidentBrief(i.id, i.cause) for i in await self.incidents.open_incidents(host))
         last = await self._results.recent(host, 1)
-        version = ""
+        version = device = ""
         if state is not None and last and last[0].capacity.get("engine") == state.engine:
             version = str(last[0].capacity.get("engine_version") or "")
+            device = str(last[0].capacity.get("device") or "")
         return HostStatus(host=host, unit=unit, state=state, unreachable=unreachable,
                           running_job=self._jobs.running_job(host), queued_jobs=len(queued), incidents=incidents,
                           last_result=_last_result(last[0]) if last else None,
-                          engine_version=version)
+                          engine_version=version, engine_device=device)
 
     async def unit_state(self, host: str) -> UnitState:
         """The host's unit state, shared by concurrent callers and reused for `ttl_s` when it succeeded."""

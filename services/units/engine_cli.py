@@ -29,6 +29,7 @@ __all__ = [
 _OPT_RE = re.compile(r"^\s{1,8}(-{1,2}[A-Za-z0-9][^\s,]*)")
 _CHOICES_RE = re.compile(r"^\{([^}]*)\}$")
 _NEG_NUM = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_POSITIONAL_RE = re.compile(r"^\s{2}([A-Za-z_][\w-]*)(?:\s|$)")
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ class EngineOption:
 
     @property
     def name(self) -> str:
-        return self.names[0]
+        """The first long spelling (`--tensor-parallel-size` of `--tensor-parallel-size, -tp`)."""
+        return next((n for n in self.names if n.startswith("--")), self.names[0])
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class EngineCli:
     prog: str
     options: tuple[EngineOption, ...]
     required: tuple[str, ...] = ()
+    positionals: tuple[str, ...] = ()  # the parser's positional arguments (vLLM's `model_tag`)
     by_name: dict[str, EngineOption] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -65,7 +68,7 @@ class EngineCli:
     def with_types(self, types: Mapping[str, str]) -> EngineCli:
         opts = tuple(EngineOption(o.names, o.takes_value, o.nargs, o.choices,
                                   next((types[n] for n in o.names if n in types), o.type)) for o in self.options)
-        return EngineCli(self.engine, self.version, self.prog, opts, self.required)
+        return EngineCli(self.engine, self.version, self.prog, opts, self.required, self.positionals)
 
     def lookup(self, word: str) -> tuple[EngineOption | None, tuple[str, ...]]:
         """The option `word` names (exactly, or as an unambiguous prefix as argparse allows); else the candidates."""
@@ -93,9 +96,10 @@ def parse_help(text: str, *, engine: str, version: str) -> EngineCli:
     """Read CPython argparse's ``--help`` output (3.8-3.13 layouts) into an `EngineCli`."""
     lines = text.splitlines()
     prog = "launch_server.py"
-    m = re.match(r"usage:\s+(\S+)", text.lstrip())
+    m = re.search(r"^usage:\s+(\S+)", text, re.MULTILINE)
     if m:
         prog = m.group(1)
+        lines = text[m.start():].splitlines()  # what the engine printed before its usage (warnings) is not help
     usage: list[str] = []
     body_start = len(lines)
     for i, line in enumerate(lines):
@@ -106,7 +110,16 @@ def parse_help(text: str, *, engine: str, version: str) -> EngineCli:
     required = tuple(sorted(set(re.findall(r"(?<![\[\w-])(--[A-Za-z0-9][\w-]*) [A-Z_]+(?![^\[]*\])",
                                            " ".join(usage)))))
     options: list[EngineOption] = []
+    positionals: list[str] = []
+    section = ""
     for line in lines[body_start:]:
+        if line and not line[0].isspace():
+            section = line.strip().rstrip(":").lower()
+            continue
+        pm = _POSITIONAL_RE.match(line)
+        if section == "positional arguments" and pm:
+            positionals.append(pm.group(1))
+            continue
         om = _OPT_RE.match(line)
         if not om or not line.lstrip().startswith("-"):
             continue
@@ -125,9 +138,8 @@ def parse_help(text: str, *, engine: str, version: str) -> EngineCli:
         if not names or names == ["-h", "--help"] or "--help" in names:
             continue
         meta = metas[0] if metas else ""
-        long_names = tuple(n for n in names if n.startswith("--")) or tuple(names)
-        options.append(_option(long_names, meta))
-    return EngineCli(engine, version, prog, tuple(options), required)
+        options.append(_option(tuple(names), meta))  # every spelling, as declared (vLLM's `-tp`, `-sc`)
+    return EngineCli(engine, version, prog, tuple(options), required, tuple(positionals))
 
 
 def _split_invocations(spec: str) -> list[str]:
@@ -221,6 +233,7 @@ def check_argv(cli: EngineCli, argv: Sequence[str], start: int,
             problems.append(FlagProblem(opt.name, f"{name} is deprecated: {dep}", "warning"))
         values, i = _values(opt, words, i, inline if eq else None)
         problems += _value_problems(opt, values)
+    extras = extras[len(cli.positionals):]  # argparse fills the positionals first (vLLM's model_tag)
     missing = [cli.by_name[r] for r in cli.required if r in cli.by_name and cli.by_name[r].name not in seen]
     if missing:
         listed = ", ".join("/".join(o.names) for o in missing)

@@ -64,6 +64,7 @@ class HostLayout:
     repo: Path
     environment: dict[str, str]
     sudoers: str | None = None  # None: `sudoers_rule(USER, unit)`; "": no rule at all
+    reach: tuple[Path, ...] = ()  # more paths the login user must reach (a real engine and its model)
 
     def script(self) -> str:
         """The bash script `boot.sh` runs chrooted in the overlay before it execs systemd."""
@@ -87,7 +88,8 @@ class HostLayout:
                   "RuntimeDirectory=sshd\nRuntimeDirectoryMode=0755\nRestart=on-failure\n"),
             _file(f"{UNIT_DIR}/{self.unit}", self.unit_text),
             # what a GPU host has and this machine cannot: the engine's package and nvidia-smi
-            _file("/usr/lib/python3/dist-packages/pitcrew-sim-engines.pth", f"{shim}\n"),
+            _file("/usr/lib/python3/dist-packages/pitcrew-sim-engines.pth",
+                  f"{shim}\n{self.sim_dir / 'lib' / 'vllm'}\n"),
             _file("/usr/bin/nvidia-smi",
                   f"#!/bin/sh\nSIMHOST_DIR={q(str(self.sim_dir))} exec /usr/bin/python3 -S "
                   f"{q(str(self.sim_dir / 'bin' / 'nvidia-smi'))} \"$@\"\n"),
@@ -99,7 +101,7 @@ class HostLayout:
             "chmod 755 /opt/vllm/bin/vllm",
             # the pitcrew user must reach the source tree and the state directory through their parents
             *(f"p={q(str(path))}; while [ \"$p\" != / ]; do p=$(dirname \"$p\"); chmod o+x \"$p\"; done"
-              for path in (self.repo, self.sim_dir)),
+              for path in (self.repo, self.sim_dir, *self.reach)),
         ]
         return "\n".join(parts) + "\n"
 

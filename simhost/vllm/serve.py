@@ -41,8 +41,17 @@ SUBCOMMANDS = "{chat,complete,serve,bench,collect-env,run-batch}"
 ARCH = "Qwen3_5MoeForCausalLM"
 
 
+def install_metadata(lib_dir: Path) -> None:
+    """`vllm`'s package metadata in `lib_dir` (`DIR/lib/vllm`, on the path of the interpreter `/opt/vllm/bin/vllm`
+    runs on under real systemd, and of nothing else: a real vLLM would take its version from it): preflight reads the
+    installed version from it, as it does from a real install."""
+    info = lib_dir / f"vllm-{VERSION}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {VERSION}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vllm serve", add_help=False)
+    p = argparse.ArgumentParser(prog="vllm serve", add_help=False, usage="vllm serve [model_tag] [options]")
     p.add_argument("model_tag", nargs="?")
     p.add_argument("--model")
     p.add_argument("--served-model-name")
@@ -398,6 +407,9 @@ def main(argv: list[str]) -> int:
     scale = float(os.environ.get("SIMHOST_TIME_SCALE", "1.0"))
     if argv[:1] == ["serve"]:
         argv = argv[1:]
+    if any(a == "--help" or a.startswith("--help=") for a in argv):  # as vLLM: the flags, exit 0 (no engine)
+        print(build_parser().format_help(), end="")
+        return 0
     ns, unknown = build_parser().parse_known_args(argv)
     if unknown:
         return bad_args(unknown)

@@ -121,14 +121,14 @@ def test_every_label_has_three_cases_and_a_holdout_case() -> None:
 
 
 def test_about_a_third_is_holdout() -> None:
-    first = [c for c in CASES if c.split not in ("holdout2", "holdout3", "holdout4")]
+    first = [c for c in CASES if c.split not in ("holdout2", "holdout3", "holdout4", "captured")]
     share = sum(c.split == "holdout" for c in first) / len(first)
     assert 0.28 <= share <= 0.40, share
 
 
 def test_splits_are_tune_holdout_holdout2_and_holdout3() -> None:
     assert {"tune", "holdout", "holdout2"} <= {c.split for c in CASES} <= {"tune", "holdout", "holdout2", "holdout3",
-                                                                          "holdout4"}
+                                                                          "holdout4", "captured"}
     assert {c.id for c in CASES if c.split == "holdout2"} == set(HOLDOUT2)
     assert {c.id for c in CASES if c.split == "holdout3"} == set(HOLDOUT3)
     assert {c.id for c in CASES if c.split == "holdout4"} == set(HOLDOUT4)
@@ -186,7 +186,7 @@ def test_scorer_gives_a_perfect_score_to_the_truth_and_flags_harmful_answers(tmp
     perfect = evaluate(CASES, _oracle(truth))
     assert perfect.splits["all"].accuracy == 1.0 and perfect.splits["all"].key_recall == 1.0
     assert sum(perfect.splits[s].n for s in perfect.splits if s != "all") == len(CASES)
-    assert set(perfect.splits) <= {"tune", "holdout", "holdout2", "holdout3", "holdout4", "all"}
+    assert set(perfect.splits) <= {"tune", "holdout", "holdout2", "holdout3", "holdout4", "captured", "all"}
     assert perfect.splits["all"].violations == []
     healthy = evaluate(CASES, _oracle(truth, wrong="healthy"))
     n_healthy = sum(c.expected["cause"] == "healthy" for c in CASES)

@@ -20,7 +20,7 @@ from services.engines.flags import FlagDef, FlagPlan, number_or_none
 from services.engines.llamacpp import flags
 from services.engines.llamacpp.log import LlamaCapacityReader, claims_line, is_ready_line, version_of
 from services.engines.metrics import metric_delta
-from services.engines.protocol import Capacity, ForecastKnobs, Metrics, WindowFigures
+from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 
 __all__ = ["LLAMACPP", "LlamaCpp"]
 
@@ -54,6 +54,7 @@ class LlamaCpp:
     mem_default: float | None = None
     no_model = "model path: ExecStart= gives no model (llama-server -m MODEL.gguf)"
     help_unread: str | None = None
+    help_probe: HelpProbe | None = None  # its parser is run on the whole argv instead (`parser_check`)
 
     # --- detection and version
     def plain_launch(self, argv: Sequence[str]) -> tuple[str, int] | None:

@@ -15,13 +15,22 @@ from typing import Any
 
 from services.engines.flags import FlagDef, FlagPlan, first_flag, get_flag, number_or_none
 from services.engines.metrics import metric_delta, metric_mean
-from services.engines.protocol import Capacity, ForecastKnobs, Metrics, WindowFigures
+from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.sglang import flags
 from services.engines.sglang.log import READY_TEXT, parse_capacity
 
 __all__ = ["SGLANG", "SGLang", "SglangCapacityReader"]
 
 _MODULES = ("sglang.launch_server", "sglang.srt.server", "sglang")
+# the unit's interpreter: its sglang's version, launch_server's --help, and the value types of the parser object
+_HELP = HelpProbe(
+    version="\"$1\" -c 'import importlib.metadata as m; print(m.version(\"sglang\"))' 2>/dev/null || echo \"?\"",
+    help='"$1" -m sglang.launch_server --help',
+    types=('"$1" -c "import argparse, json; from sglang.srt.server_args import ServerArgs; '
+           "p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p); "
+           "print(json.dumps({s: getattr(a.type, '__name__', None) for a in p._actions"
+           ' for s in a.option_strings if a.type is not None}))"'),
+    what="-m sglang.launch_server --help")
 
 
 class SglangCapacityReader:
@@ -62,6 +71,7 @@ class SGLang:
     mem_default: float | None = None
     no_model = "model path: ExecStart= gives no --model-path"
     help_unread: str | None = None
+    help_probe: HelpProbe | None = _HELP
 
     # --- detection and version
     def plain_launch(self, argv: Sequence[str]) -> tuple[str, int] | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from services.engines.flags import FlagDef, FlagPlan, first_flag, number_or_none
 from services.engines.metrics import metric_delta
-from services.engines.protocol import Capacity, ForecastKnobs, Metrics, WindowFigures
+from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.vllm import flags
 from services.engines.vllm.log import VllmCapacityReader
 
@@ -31,9 +31,21 @@ _VERSION_RES: tuple[re.Pattern[str], ...] = (
     re.compile(r"█\s+version (\d+\.\d+\.\d+[0-9A-Za-z.+-]*)\s*$"),
 )
 
+# `$1` is the `vllm` script (its interpreter is on its #! line) or the interpreter of `python -m vllm.…`; the
+# version from the package metadata (no vLLM import: fast), the help with every flag (`--help` alone lists only
+# the config groups since 0.10)
+_PY = ('py="$1"; if [ "$(head -c 2 "$1" 2>/dev/null)" = "#!" ]; then '
+       'py=$(head -n 1 "$1" | cut -c 3- | cut -d " " -f 1); fi; ')
+_HELP = HelpProbe(
+    version=_PY + "\"$py\" -c 'import importlib.metadata as m; print(m.version(\"vllm\"))' 2>/dev/null || echo \"?\"",
+    help=('if [ "$(head -c 2 "$1" 2>/dev/null)" = "#!" ]; then "$1" serve --help=all; '
+          'else "$1" -m vllm.entrypoints.openai.api_server --help=all; fi'),
+    what="vllm serve --help=all")
+
 # a line only vLLM writes: its version line, its engine's start, its process tags, its module paths
 _LINE = re.compile(r"vLLM API server version|Initializing an? (?:V[01] )?LLM engine|\(APIServer pid=|\(EngineCore"
-                   r"|\(VllmWorkerProcess pid=|vllm/(?:entrypoints|engine|worker|v1)/")
+                   r"|\(VllmWorkerProcess pid=|\((?:VllmWorker-\d+|Worker(?:_TP\d+)?) pid=\d+\)"
+                   r"|vllm/(?:entrypoints|engine|worker|v1)/")
 
 
 class Vllm:
@@ -59,7 +71,8 @@ class Vllm:
     mem_flag = "--gpu-memory-utilization"
     mem_default: float | None = 0.9  # vLLM 0.11 CacheConfig; vLLM refuses to start below it (FORMATS b.4)
     no_model = "model path: ExecStart= gives no model (vllm serve MODEL or --model)"
-    help_unread: str | None = "flags: not checked (vLLM's `vllm serve --help` is not read yet)"
+    help_unread: str | None = None
+    help_probe: HelpProbe | None = _HELP
 
     # --- detection and version
     def plain_launch(self, argv: Sequence[str]) -> tuple[str, int] | None:
@@ -112,8 +125,12 @@ class Vllm:
         return VllmCapacityReader()
 
     def capacity_extras(self, capacity: Capacity) -> dict[str, object]:
-        return {"max_concurrency": capacity.max_concurrency, "concurrency_tokens": capacity.concurrency_tokens,
-                "kv_cache_gib": capacity.kv_cache_gib}
+        extras: dict[str, object] = {"max_concurrency": capacity.max_concurrency,
+                                     "concurrency_tokens": capacity.concurrency_tokens,
+                                     "kv_cache_gib": capacity.kv_cache_gib}
+        if capacity.device:
+            extras["device"] = capacity.device
+        return extras
 
     # --- metrics
     def window_figures(self, before: Metrics | None, after: Metrics | None, elapsed_s: float) -> WindowFigures:

@@ -1,10 +1,12 @@
 """Parsers for vLLM's log lines (FORMATS b): capacity at start-up, the spec-decoding and throughput lines.
 
 vLLM 0.11 logs its KV cache capacity on two lines (``GPU KV cache size: 1,234,560 tokens`` and
-``Maximum concurrency for 32,768 tokens per request: 37.68x``, ``kv_cache_utils.py:1087/1091``; 0.33
-joins them on one line), the context it uses (``Using max model len 32768``) and the KV cache memory
-(``Available KV cache memory: 10.79 GiB``). Every 10 s the API server logs a throughput line
-(``Engine 000: Avg prompt throughput: …``) and, with speculative decoding, a ``SpecDecoding metrics:``
+``Maximum concurrency for 32,768 tokens per request: 37.68x``, ``kv_cache_utils.py:1087/1091``; 0.32
+joins them on one line, and its CPU build says ``CPU KV cache size``: the device is kept), the context it uses
+(``Using max model len 32768``) and the KV cache memory (``Available KV cache memory: 10.79 GiB``; the CPU build:
+``Explicitly set (2.0/23.54) GiB for KV cache on node 0.``, from ``VLLM_CPU_KVCACHE_SPACE``). Every 10 s the API
+server logs a throughput line (``Engine 000: Avg prompt throughput: …``) and, with speculative decoding, a
+``SpecDecoding metrics:``
 line (mean acceptance length = 1 + accepted / drafts). Messages arrive here with vLLM's
 ``(APIServer pid=N)`` prefix and ANSI colours already handled by `services.journal.entries`.
 
@@ -22,7 +24,9 @@ from services.engines.protocol import Capacity
 __all__ = ["VllmCapacityReader", "VllmSpecStats", "VllmThroughput", "parse_vllm_spec", "parse_vllm_throughput"]
 
 _NUM = r"([\d,]+)"
-_KV_TOKENS = re.compile(r"(?:GPU )?KV cache size: " + _NUM + " tokens")
+_KV_TOKENS = re.compile(r"(?:\b(GPU|CPU|XPU) )?KV cache size: " + _NUM + " tokens")  # the device: vLLM's platform
+_PLATFORM = re.compile(r"Automatically detected platform (\w+)\.")  # 0.11 (its CPU build still says "GPU KV cache")
+_KV_SET = re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")  # the CPU backend (0.32)
 _MAX_CONC = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: ([\d.]+)x")
 _MAX_LEN = re.compile(r"Using max model len (\d+)")
 _KV_MEM = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
@@ -32,6 +36,15 @@ _SPEC_DRAFTED = re.compile(r"Drafted: (\d+) tokens")
 _SPEC_RATE = re.compile(r"Avg Draft acceptance rate: ([\d.]+)%")
 _TPUT = re.compile(r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs")
 _KV_USAGE = re.compile(r"KV cache usage: ([\d.]+)%")
+
+
+def _device(kv_word: str | None, platform: str | None) -> str | None:
+    """Where the KV cache lives when not on a GPU: 0.32's `CPU KV cache size`, or 0.11's detected platform (its
+    CPU build still calls the cache `GPU KV cache`); None on GPUs."""
+    for word in (platform, (kv_word or "").lower()):
+        if word and word not in ("gpu", "cuda", "rocm"):
+            return word
+    return None
 
 
 def _int(text: str) -> int:
@@ -83,6 +96,7 @@ class VllmCapacityReader:
         self.capacity: Capacity | None = None
         self._max_len: int | None = None
         self._kv_mem: float | None = None
+        self._platform: str | None = None
 
     def feed(self, message: str) -> bool:
         """Read one message; True when it completed the capacity (the KV cache size line)."""
@@ -90,12 +104,14 @@ class VllmCapacityReader:
             self._max_len = int(m.group(1))
             if self.capacity is not None:
                 self.capacity = replace(self.capacity, context_len=self._max_len)
-        if (m := _KV_MEM.search(message)) is not None:
+        if (m := _PLATFORM.search(message)) is not None:
+            self._platform = m.group(1).lower()
+        if (m := _KV_MEM.search(message) or _KV_SET.search(message)) is not None:
             self._kv_mem = float(m.group(1))
         done = False
         if (m := _KV_TOKENS.search(message)) is not None:
-            self.capacity = Capacity(_int(m.group(1)), None, None, None, self._max_len, None,
-                                     kv_cache_gib=self._kv_mem)
+            self.capacity = Capacity(_int(m.group(2)), None, None, None, self._max_len, None,
+                                     kv_cache_gib=self._kv_mem, device=_device(m.group(1), self._platform))
             done = True
         if (m := _MAX_CONC.search(message)) is not None and self.capacity is not None:
             self.capacity = replace(self.capacity, max_concurrency=float(m.group(2)),

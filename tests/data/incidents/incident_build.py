@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from incident_captured import CAPTURED  # noqa: E402
 from incident_holdout2 import CASES2  # noqa: E402
 from incident_holdout3 import CASES3  # noqa: E402
 from incident_holdout4 import CASES4  # noqa: E402
@@ -50,6 +51,7 @@ def case(fn: Callable[[], Case]) -> Callable[[], Case]:
 HOLDOUT2 = frozenset(fn.__name__ for fn in CASES2)  # the second holdout (incident_holdout2.py), scored once
 HOLDOUT3 = frozenset(fn.__name__ for fn in CASES3)  # the third holdout (incident_h3_*.py), scored once
 HOLDOUT4 = frozenset(fn.__name__ for fn in CASES4)  # the fourth holdout (incident_h4_*.py): scored, never tuned on
+CAPTURED_IDS = frozenset(fn.__name__ for fn in CAPTURED)  # real vLLM 0.32 failures captured here (incident_captured.py)
 
 
 def split_of(cid: str) -> str:
@@ -57,6 +59,8 @@ def split_of(cid: str) -> str:
     the others, SHA-1 of salt + id, one residue class of three is holdout."""
     if cid in HOLDOUT4:
         return "holdout4"
+    if cid in CAPTURED_IDS:
+        return "captured"
     if cid in HOLDOUT3:
         return "holdout3"
     if cid in HOLDOUT2:
@@ -1766,6 +1770,9 @@ cites takes its place. The history (figures in docs/DIAGNOSIS.md "Corpus and sco
   (59/62, 3 must_not violations), then opened.
 * `holdout4` (`incident_h4_<theme>.py`, ids `kv4_`, ...): **the scored split now**; the same way, from reports no
   other case cites.
+* `captured` (`incident_captured.py`, ids `cap_vllm_032_`): failures of real vLLM 0.32 (the CPU build `make vllm`
+  installs) captured on this machine kind, the engine's lines verbatim from `tests/data/realvllm/`; `expected.json`
+  adds `source` and the `command` that reproduces each. Open (its author had read the diagnoser's signatures).
 
 The helpers' rules (and the lead's checklist for the next holdout) are in `HELPER-RULES.md` next to this file.
 
@@ -1897,6 +1904,7 @@ CASES.extend(TUNE3)
 CASES.extend(CASES2)
 CASES.extend(CASES3)
 CASES.extend(CASES4)
+CASES.extend(CAPTURED)
 
 
 def main(root: Path = HERE) -> int:
