@@ -109,7 +109,7 @@ async def recover_host(exp: Experiments, ctx: JobContext) -> str:
     state = await ops.state()
     if state.active_state in ("active", "activating", "reloading"):
         try:
-            await ops.prove_serving(deadline_s=max(exp.policy.ready_timeout_s * exp.policy.time_scale, 10.0))
+            await ops.prove_serving(deadline_s=exp.policy.ready_deadline_s)
             return found
         except DeployFailed:
             pass

@@ -282,7 +282,7 @@ class Experiments(Previews):
         await ctx.checkpoint()
         async with ctx.step("start") as d:
             await self.audit.record(None, actor=actor, action="start", host=host, detail={"job": ctx.job.id})
-            ready = await ops.start_and_wait(deadline_s=self.policy.ready_timeout_s * self.policy.time_scale,
+            ready = await ops.start_and_wait(deadline_s=self.policy.ready_deadline_s,
                                              engine=unit_engine(text),
                                              progress=lambda p: self.progress(ctx, p))
             d["seconds"] = round(ready.seconds, 2)

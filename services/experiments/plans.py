@@ -15,6 +15,9 @@ from services.units import (
 )
 
 
+READY_FLOOR_S = 10.0
+
+
 @dataclass(frozen=True)
 class ExperimentPolicy:
     """Plain policy values the composition root passes down."""
@@ -27,6 +30,13 @@ class ExperimentPolicy:
     time_scale: float = 1.0
     ramp: bool = True  # after a start, load up to the top benchmark level in steps before the benchmark
     ramp_tokens: int = 64
+
+    @property
+    def ready_deadline_s(self) -> float:
+        """How long a start may take to serve: `ready_timeout_s`, scaled for the simulator, but never under 10 s of
+        real time (a process start, its imports and the SSH round trips do not shrink with the simulator's clock:
+        at the suite's scale of 0.002 the bare 1.8 s failed starts on a loaded machine)."""
+        return max(self.ready_timeout_s * self.time_scale, min(self.ready_timeout_s, READY_FLOOR_S))
 
 
 @dataclass(frozen=True)
