@@ -14,7 +14,6 @@ from services.units import (
     changes_label,
 )
 
-
 READY_FLOOR_S = 10.0
 
 
