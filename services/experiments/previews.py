@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
 from services.engines import apply_changes, format_change, get_flag
@@ -28,6 +28,7 @@ from services.experiments.preflight import (
 from services.experiments.results import Results
 from services.hosts import Host, HostPool, fenced
 from services.jobs import JobContext
+from services.journal import JournalEntry, classify
 from services.store import AuditLog, AuditQuery
 from services.units import (
     Revision,
@@ -183,8 +184,16 @@ class Previews:
         return (f"{ops.unit} is {st.active_state}/{st.sub_state} (restarts {st.n_restarts}) on revision {rev.id} "
                 f"({label}); nothing was re-run")
 
-    async def diagnose_now(self, ctx: JobContext, ops: UnitOps) -> Diagnosis:
+    async def diagnose_now(self, ctx: JobContext, ops: UnitOps, *, settle_s: float = 5.0) -> Diagnosis:
+        """Diagnose the unit's last start from its journal. systemd's state can run ahead of the journal on a busy
+        host: when the newest start has no end in the journal yet (no exit, failure or restart line from
+        systemd), read again for up to `settle_s` seconds, so the diagnosis does not judge a start by the stop
+        that came before it."""
         entries = await ops.recent_entries(400)
+        deadline = time.monotonic() + settle_s
+        while not start_has_ended(entries, ops.unit) and time.monotonic() < deadline:
+            await asyncio.sleep(0.25)
+            entries = await ops.recent_entries(400)
         side = await gather_side_evidence(ops.host, ops.unit)
         actions = await self.audit.query(AuditQuery(host=ctx.job.host, newest_first=True, limit=50,
                                                     actions=("deploy", "start", "stop", "restart", "rollback",
@@ -192,3 +201,20 @@ class Previews:
         side["actions"] = [{"at": a.at.isoformat(), "who": a.actor_name or a.actor_id, "action": a.action,
                             "detail": str(a.detail.get("changes") or a.detail)} for a in reversed(actions)]
         return diagnose(entries, SideEvidence.from_json(side), unit=ops.unit)
+
+
+
+_ENDED = frozenset({"main_exited", "failed_result", "scheduled_restart", "oom_kill", "deactivated", "stopped",
+                    "failed_to_start", "start_limit_hit"})
+
+
+def start_has_ended(entries: Sequence[JournalEntry], unit: str) -> bool:
+    """Whether systemd has written how the start after the unit's last deliberate stop ended (True when there is
+    no such start to wait for): its exit, failure, OOM kill or scheduled restart after its `Started` line. The
+    anchor is the last `Stopping` (a stop job: pitcrew's deploy; automatic restarts log none), so a start that
+    served and crashed is judged, not the restart loop after it."""
+    events = [ev for ev in (classify(e, unit) for e in entries) if ev is not None]
+    stops = [i for i, ev in enumerate(events) if ev.kind == "stopping"]
+    after = events[stops[-1] + 1:] if stops else []
+    starts = [i for i, ev in enumerate(after) if ev.kind == "started"]
+    return not starts or any(ev.kind in _ENDED for ev in after[starts[0] + 1:])
