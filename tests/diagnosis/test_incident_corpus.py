@@ -32,12 +32,14 @@ from bench_diagnosis import (  # noqa: E402
     render,
     write_doc,
 )
-from incident_build import HOLDOUT2, HOLDOUT3, HOLDOUT4, split_of  # noqa: E402
+from incident_build import HOLDOUT2, HOLDOUT3, HOLDOUT4, LLAMACPP_IDS, split_of  # noqa: E402
 from incident_build import main as build_corpus  # noqa: E402
 
 CURSOR = re.compile(r"^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$")
 CASES = load_corpus(CORPUS)
 CAUSES = load_diagnoser().causes
+# llama-server's public reports (issue 29): scored by the benchmark, not yet tuned on, so outside the regression guards
+TUNED = [c for c in CASES if c.split != "llamacpp"]
 
 
 def journal(case: CorpusCase) -> list[dict[str, Any]]:
@@ -77,7 +79,7 @@ def test_journal_has_journalctl_json_shape(case: CorpusCase) -> None:
         last_t = t
         assert f";t={t:x};" in obj["__CURSOR"]
         if obj.get("_PID") == "1":
-            assert obj["UNIT"] in ("sglang.service", "vllm.service") and obj["INVOCATION_ID"]
+            assert obj["UNIT"] in ("sglang.service", "vllm.service", "llama-server.service") and obj["INVOCATION_ID"]
         elif obj.get("_TRANSPORT") == "stdout":
             assert obj["_SYSTEMD_UNIT"] == obj["_SYSTEMD_CGROUP"].rsplit("/", 1)[1]
             assert obj["_SYSTEMD_INVOCATION_ID"] and obj["_PID"].isdigit() and len(obj["_COMM"]) <= 15
@@ -93,7 +95,7 @@ def test_expected_json_is_complete(case: CorpusCase) -> None:
     assert e["cause"] in CAUSES
     assert isinstance(e["loop"], bool)
     assert e["url"].startswith("https://") and " " not in e["url"]
-    assert e["engine"] in ("sglang", "vllm") and e["engine_version"]
+    assert e["engine"] in ("sglang", "vllm", "llamacpp") and e["engine_version"]
     assert e["split"] == split_of(case.id)
     assert set(e["must_not"]) <= set(CAUSES) and e["cause"] not in e["must_not"]
     assert all(isinstance(k, str) and k for k in e["key_lines"])
@@ -121,15 +123,16 @@ def test_every_label_has_three_cases_and_a_holdout_case() -> None:
 
 
 def test_about_a_third_is_holdout() -> None:
-    first = [c for c in CASES if c.split not in ("holdout2", "holdout3", "holdout4", "captured")]
+    first = [c for c in CASES if c.split not in ("holdout2", "holdout3", "holdout4", "captured", "llamacpp")]
     share = sum(c.split == "holdout" for c in first) / len(first)
     assert 0.28 <= share <= 0.40, share
 
 
 def test_splits_are_tune_holdout_holdout2_and_holdout3() -> None:
     assert {"tune", "holdout", "holdout2"} <= {c.split for c in CASES} <= {"tune", "holdout", "holdout2", "holdout3",
-                                                                          "holdout4", "captured"}
+                                                                          "holdout4", "captured", "llamacpp"}
     assert {c.id for c in CASES if c.split == "holdout2"} == set(HOLDOUT2)
+    assert {c.id for c in CASES if c.split == "llamacpp"} == set(LLAMACPP_IDS)
     assert {c.id for c in CASES if c.split == "holdout3"} == set(HOLDOUT3)
     assert {c.id for c in CASES if c.split == "holdout4"} == set(HOLDOUT4)
 
@@ -159,6 +162,20 @@ def test_a_later_holdout_is_a_fresh_sample_over_every_label(split: str) -> None:
     assert sum(c.expected["engine"] == "vllm" for c in cases) >= 20
 
 
+def test_llamacpp_split_is_llama_server_reports_no_other_case_cites() -> None:
+    """Issue 29: llama-server's own public reports, each cited once, over several labels, all on llama-server.service."""
+    cases = [c for c in CASES if c.split == "llamacpp"]
+    others = {c.expected["url"] for c in CASES if c.split != "llamacpp"}
+    assert len(cases) >= 8, len(cases)
+    assert {c.expected["engine"] for c in cases} == {"llamacpp"}
+    assert [c.id for c in cases if c.expected["url"] in others] == []
+    assert len({c.expected["url"] for c in cases}) == len(cases)
+    assert len({c.expected["cause"] for c in cases}) >= 5
+    for c in cases:
+        units = {o.get("_SYSTEMD_UNIT") for o in journal(c) if o.get("_TRANSPORT") == "stdout"}
+        assert units == {"llama-server.service"}, (c.id, units)
+
+
 def test_committed_files_are_what_the_builder_writes(tmp_path: Path) -> None:
     assert build_corpus(tmp_path) == len(CASES)
     assert (CORPUS / "README.md").read_text() == (tmp_path / "README.md").read_text()
@@ -186,7 +203,8 @@ def test_scorer_gives_a_perfect_score_to_the_truth_and_flags_harmful_answers(tmp
     perfect = evaluate(CASES, _oracle(truth))
     assert perfect.splits["all"].accuracy == 1.0 and perfect.splits["all"].key_recall == 1.0
     assert sum(perfect.splits[s].n for s in perfect.splits if s != "all") == len(CASES)
-    assert set(perfect.splits) <= {"tune", "holdout", "holdout2", "holdout3", "holdout4", "captured", "all"}
+    assert set(perfect.splits) <= {"tune", "holdout", "holdout2", "holdout3", "holdout4", "captured", "llamacpp",
+                                   "all"}
     assert perfect.splits["all"].violations == []
     healthy = evaluate(CASES, _oracle(truth, wrong="healthy"))
     n_healthy = sum(c.expected["cause"] == "healthy" for c in CASES)
@@ -204,8 +222,8 @@ def test_scorer_gives_a_perfect_score_to_the_truth_and_flags_harmful_answers(tmp
 def test_diagnoser_meets_the_issue_12_targets() -> None:
     """Issue 12's acceptance, on the split that is scored and never tuned on (holdout4; scored once when it was
     unseen: 58/60 = 96.7 %, loop flag 100 %, key-line recall 87.5 %, no must_not violation), and on the whole
-    corpus for the loop flag, key-line recall and harmful answers."""
-    report = evaluate(CASES, load_diagnoser())
+    corpus but the not-yet-tuned `llamacpp` split for the loop flag, key-line recall and harmful answers."""
+    report = evaluate(TUNED, load_diagnoser())
     scored, everything = report.splits["holdout4"], report.splits["all"]
     assert scored.accuracy >= 0.95 and scored.loop_accuracy >= 0.98 and scored.key_recall >= 0.80, render(report)
     assert scored.violations == []
@@ -217,7 +235,7 @@ def test_diagnoser_meets_the_issue_12_targets() -> None:
 def test_confidence_means_something_on_the_tune_split() -> None:
     """Calibrated on the open splits (tune and the retired holdouts): sure answers are right, and the unsure band
     only ever says `unknown`."""
-    report = evaluate([c for c in CASES if c.split != "holdout4"], load_diagnoser())
+    report = evaluate([c for c in TUNED if c.split != "holdout4"], load_diagnoser())
     sure = [o for o in report.outcomes if o.answer.confidence >= 0.85]
     assert len(sure) >= len(report.outcomes) // 2
     assert sum(o.right for o in sure) / len(sure) >= 0.95

@@ -22,6 +22,7 @@ from incident_holdout2 import CASES2  # noqa: E402
 from incident_holdout3 import CASES3  # noqa: E402
 from incident_holdout4 import CASES4  # noqa: E402
 from incident_kit import HERE, STAMP_G, STAMP_V, Case  # noqa: E402
+from incident_llamacpp import LLAMACPP  # noqa: E402
 from incident_registry import registry, residue_split  # noqa: E402
 from incident_scenes import (  # noqa: E402
     NOT_HEALTHY,
@@ -52,6 +53,7 @@ HOLDOUT2 = frozenset(fn.__name__ for fn in CASES2)  # the second holdout (incide
 HOLDOUT3 = frozenset(fn.__name__ for fn in CASES3)  # the third holdout (incident_h3_*.py), scored once
 HOLDOUT4 = frozenset(fn.__name__ for fn in CASES4)  # the fourth holdout (incident_h4_*.py): scored, never tuned on
 CAPTURED_IDS = frozenset(fn.__name__ for fn in CAPTURED)  # real vLLM 0.32 failures captured here (incident_captured.py)
+LLAMACPP_IDS = frozenset(fn.__name__ for fn in LLAMACPP)  # llama-server's public reports (incident_llamacpp.py)
 
 
 def split_of(cid: str) -> str:
@@ -61,6 +63,8 @@ def split_of(cid: str) -> str:
         return "holdout4"
     if cid in CAPTURED_IDS:
         return "captured"
+    if cid in LLAMACPP_IDS:
+        return "llamacpp"
     if cid in HOLDOUT3:
         return "holdout3"
     if cid in HOLDOUT2:
@@ -1773,6 +1777,9 @@ cites takes its place. The history (figures in docs/DIAGNOSIS.md "Corpus and sco
 * `captured` (`incident_captured.py`, ids `cap_vllm_032_`): failures of real vLLM 0.32 (the CPU build `make vllm`
   installs) captured on this machine kind, the engine's lines verbatim from `tests/data/realvllm/`; `expected.json`
   adds `source` and the `command` that reproduces each. Open (its author had read the diagnoser's signatures).
+* `llamacpp` (`incident_llamacpp.py`, ids `<prefix>_llamacpp_`, issue 29): public reports of llama.cpp's
+  `llama-server` failing at start or while serving, the unit `llama-server.service`; only the report's lines and
+  systemd's. Labelled before the diagnoser saw them; scored with its misses listed, the diagnoser not tuned on it.
 
 The helpers' rules (and the lead's checklist for the next holdout) are in `HELPER-RULES.md` next to this file.
 
@@ -1905,6 +1912,7 @@ CASES.extend(CASES2)
 CASES.extend(CASES3)
 CASES.extend(CASES4)
 CASES.extend(CAPTURED)
+CASES.extend(LLAMACPP)
 
 
 def main(root: Path = HERE) -> int:

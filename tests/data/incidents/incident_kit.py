@@ -65,8 +65,8 @@ class Case:
         self.v1 = v1
         self.model = model
         self.tp = tp
-        self.unit = "sglang.service" if engine == "sglang" else "vllm.service"
-        desc = "SGLang server" if engine == "sglang" else "vLLM OpenAI server"
+        self.unit = {"sglang": "sglang.service", "llamacpp": "llama-server.service"}.get(engine, "vllm.service")
+        desc = {"sglang": "SGLang server", "llamacpp": "llama.cpp server"}.get(engine, "vLLM OpenAI server")
         self.ident = f"{self.unit} - {desc}"
         self.t = datetime(2025, 6, day, hour, 0, tzinfo=UTC).timestamp()
         self.boot = _h("boot" + cid)
@@ -129,7 +129,10 @@ class Case:
     # --- processes --------------------------------------------------------------------------------
     def _proc(self, inv: Inv, role: str) -> tuple[int, str, str]:
         main = inv.main
-        if self.engine == "sglang":
+        if self.engine == "llamacpp":  # one process (its threads log under the same _PID)
+            cmd = f"/usr/local/bin/llama-server -m {self.model} --host 0.0.0.0 --port 8080"
+            table = {r: (main, "llama-server", cmd) for r in ("main", "engine", "worker", "sched")}
+        elif self.engine == "sglang":
             cmd = (f"/opt/sglang/bin/python3 -m sglang.launch_server --model-path {self.model} --tp {self.tp} "
                    "--host 0.0.0.0 --port 30000")
             table = {
@@ -180,9 +183,9 @@ class Case:
         d = self._base(t)
         d.update({
             "PRIORITY": "6",
-            "SYSLOG_IDENTIFIER": "python3" if self.engine == "sglang" else "vllm",
+            "SYSLOG_IDENTIFIER": {"sglang": "python3", "llamacpp": "llama-server"}.get(self.engine, "vllm"),
             "_PID": str(pid), "_UID": "998", "_GID": "998", "_COMM": comm,
-            "_EXE": "/usr/bin/python3.12", "_CMDLINE": cmdline, "_CAP_EFFECTIVE": "0",
+            "_EXE": "/usr/local/bin/llama-server" if self.engine == "llamacpp" else "/usr/bin/python3.12", "_CMDLINE": cmdline, "_CAP_EFFECTIVE": "0",
             "_SYSTEMD_CGROUP": f"/system.slice/{self.unit}", "_SYSTEMD_UNIT": self.unit,
             "_SYSTEMD_SLICE": "system.slice", "_SYSTEMD_INVOCATION_ID": inv.id,
             "_TRANSPORT": "stdout", "_STREAM_ID": _h("stream" + inv.id),
