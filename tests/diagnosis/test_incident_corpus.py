@@ -163,7 +163,7 @@ def test_a_later_holdout_is_a_fresh_sample_over_every_label(split: str) -> None:
 
 
 def test_llamacpp_split_is_llama_server_reports_no_other_case_cites() -> None:
-    """Issue 29: llama-server's own public reports, each cited once, over several labels, all on llama-server.service."""
+    """Issue 29: llama-server's public reports, each cited once, over several labels, on llama-server.service."""
     cases = [c for c in CASES if c.split == "llamacpp"]
     others = {c.expected["url"] for c in CASES if c.split != "llamacpp"}
     assert len(cases) >= 8, len(cases)
