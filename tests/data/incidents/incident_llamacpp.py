@@ -166,8 +166,9 @@ def kv_llamacpp_kv_cache_cudamalloc_oom() -> Case:
                                              "cudaMalloc failed: out of memory"],
                   ["healthy", "cuda_oom_runtime", "gpu_memory_held_by_stale_process"],
                   "https://github.com/gpustack/gpustack/issues/1269",
-                  "The report's log verbatim (16 x RTX 4090, DeepSeek-R1 IQ1_M over several GPUs; GPUStack runs "
-                  "llama.cpp's server, these are llama-server's lines and its time prefix). The KV cache of device 3 "
+                  "The report's log verbatim (16 x RTX 4090, DeepSeek-R1 IQ1_M over several GPUs; GPUStack 0.5.1's "
+                  "server binary is built on llama.cpp's llama-server, not upstream's own build: the lines and the "
+                  "time prefix are llama.cpp's, the engine version unknown). The KV cache of device 3 "
                   "did not fit at start-up: kv_cache_oom (the `failed to load model` and `exiting due to model loading "
                   "error` wording follows, the model file itself was fine). The report's last line comes after "
                   "`free(): invalid size`, so the process still exited by itself: exit status 1 is ours, as are "
