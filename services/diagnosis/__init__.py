@@ -6,6 +6,7 @@ The names below are the package's public API: other packages import only these."
 
 from services.diagnosis.gather import (
     config_hash,
+    exited_pids,
     gather_side_evidence,
     parse_evidence,
     split_sections,
@@ -28,6 +29,7 @@ __all__ = [
     "config_hash",
     "detect_restart_loop",
     "diagnose",
+    "exited_pids",
     "format_time",
     "gather_side_evidence",
     "parse_evidence",

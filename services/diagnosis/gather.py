@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from services.diagnosis.side import is_defunct
 from services.errors import HostError, PitcrewError
 from services.hosts import Host
 from services.journal import parse_show
@@ -177,6 +178,12 @@ def unit_own_pids(evidence: dict[str, Any]) -> set[int]:
                 own.add(int(p["pid"]))
                 grew = True
     return own
+
+
+def exited_pids(evidence: dict[str, Any]) -> set[int]:
+    """The probed pids that have exited and are not yet reaped: they hold no GPU memory or port any more."""
+    return {int(p["pid"]) for p in evidence.get("process_info") or []
+            if isinstance(p, dict) and is_defunct(str(p.get("cmdline") or ""))}
 
 
 def without_own_gpu_apps(evidence: dict[str, Any]) -> dict[str, Any]:

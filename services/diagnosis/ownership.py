@@ -58,12 +58,6 @@ def _in_cgroup(cgroup: str | None, unit: str) -> bool:
     return bool(cgroup) and (cgroup or "").rstrip("/").endswith(f"/{unit}")
 
 
-def _defunct(p: ProcessInfo) -> bool:
-    """`ps` shows an exited process not yet reaped (`[name] <defunct>`): its CUDA context, and memory, are gone;
-    `nvidia-smi` may still have listed it a moment before."""
-    return (p.cmdline or "").rstrip().endswith("<defunct>")
-
-
 def _older(p: ProcessInfo, inv: Invocation) -> bool:
     """Started well before this invocation (a left-over of an earlier run still in the cgroup)."""
     started = parse_time(p.started)
@@ -83,7 +77,7 @@ def ownership(inv: Invocation, side: SideEvidence, unit: str, earlier: Sequence[
     candidates = 0
     for app in side.nvidia_smi_apps:
         p = procs.get(app.pid)
-        if app.pid in own or app.pid in seen or (p is not None and _defunct(p)):
+        if app.pid in own or app.pid in seen or (p is not None and p.exited):
             continue  # one holder per process (nvidia-smi lists it once per GPU); a zombie's memory is released
         candidates += 1
         if p is None and app.pid in past:

@@ -49,6 +49,17 @@ class ProcessInfo:
     cmdline: str | None = None
     started: str | None = None
 
+    @property
+    def exited(self) -> bool:
+        """`ps` shows an exited process not yet reaped (`[name] <defunct>`): its CUDA context, and its GPU memory,
+        are gone, though `nvidia-smi` may have listed it a moment before."""
+        return is_defunct(self.cmdline)
+
+
+def is_defunct(cmdline: str | None) -> bool:
+    """Whether a `ps` command line is a zombie's (`[name] <defunct>`)."""
+    return (cmdline or "").rstrip().endswith("<defunct>")
+
 
 @dataclass(frozen=True, slots=True)
 class Listener:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.diagnosis import parse_evidence, split_sections, unit_own_pids
+from services.diagnosis import exited_pids, parse_evidence, split_sections, unit_own_pids
 from services.engines import Engine, engine_for, first_flag
 from services.errors import HostError, PitcrewError
 from services.experiments.preflight import FAIL, MARK, OK, WARN, Check
@@ -84,9 +84,7 @@ async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str],
     checks.extend(_path_checks(model, tokenizer, sections.get("paths", ""), user, engine))
     checks.append(_port_check(argv, evidence, own, unit, engine))
     checks.append(_disk_check(sections.get("disk", ""), log_dir))
-    gone = {int(p["pid"]) for p in evidence.get("process_info") or []  # exited, not yet reaped: no GPU memory
-            if isinstance(p, dict) and str(p.get("cmdline", "")).rstrip().endswith("<defunct>")}
-    checks.extend(_gpu_checks(argv, unit_text, sections, own | gone, attributed_pids(evidence)))
+    checks.extend(_gpu_checks(argv, unit_text, sections, own | exited_pids(evidence), attributed_pids(evidence)))
     return [_unattributed(c, evidence, unit) for c in checks]
 
 

@@ -69,3 +69,16 @@ def test_a_refusal_that_stands_on_attributed_holders_is_not_softened_by_a_holder
     (check,) = _gpu_checks(argv, "", small, own={123}, known=known)
     assert check.status == FAIL and 999 in (check.holders or ())
     assert _unattributed(check, {"systemctl_show": SHOW, "process_info": [STRANGER]}, UNIT).status == WARN
+
+
+def test_a_zombie_the_probes_saw_counts_as_holding_nothing() -> None:
+    from services.diagnosis import exited_pids
+    from services.experiments.host_checks import _gpu_checks
+
+    evidence = {"systemctl_show": SHOW, "process_info": [
+        {**STRANGER, "pid": 456, "cmdline": "[VLLM::EngineCor] <defunct>"}, {**STRANGER, "pid": 457}]}
+    assert exited_pids(evidence) == {456}
+    argv = ["python3", "-m", "sglang.launch_server", "--mem-fraction-static", "0.88"]
+    sections = _gpu_lines({0: [(456, 94312)]})
+    (check,) = _gpu_checks(argv, "", sections, own={123} | exited_pids(evidence), known={123, 456, 457})
+    assert check.status != FAIL, check
