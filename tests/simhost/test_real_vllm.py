@@ -34,34 +34,15 @@ VLLM = engine_named("vllm")
 READY_S = 900.0  # 20-60 s on an idle 2-core machine; minutes while other work shares it
 
 
-async def _server(version: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimHost]:
+@pytest_asyncio.fixture(scope="session", loop_scope="session", params=["0.32", "0.11"])
+async def real(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimHost]:
+    version = str(request.param)
     if (why := unavailable(version)) is not None:
         pytest.skip(f"real vLLM: {why}")
     async with SimHost(tmp_path_factory.mktemp(f"real-vllm-{version}") / "sim", engine="vllm", real_engine=True,
                        vllm_version=version) as sim:
         await sim.wait_ready(READY_S)
         yield sim
-
-
-# One server per version for the whole session: two plain session fixtures, not one parametrized one, which pytest
-# tears down and starts again whenever the (randomized) test order switches versions (four starts instead of two,
-# ~90 s each, seen in the suite's durations).
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def real_032(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimHost]:
-    async for sim in _server("0.32", tmp_path_factory):
-        yield sim
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def real_011(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimHost]:
-    async for sim in _server("0.11", tmp_path_factory):
-        yield sim
-
-
-@pytest.fixture(params=["0.32", "0.11"])
-def real(request: pytest.FixtureRequest) -> SimHost:
-    sim: SimHost = request.getfixturevalue(f"real_{str(request.param).replace('.', '')}")
-    return sim
 
 
 def _spec(sim: SimHost) -> HostSpec:
