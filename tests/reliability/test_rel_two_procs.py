@@ -52,7 +52,8 @@ async def test_two_bot_processes_on_one_postgresql_never_overlap_on_a_host(tmp_p
             a, b = await asyncio.gather(*(start_bot_proc(url, host_json, say=s, scale=SCALE, until_idle=True)
                                           for s in says))
             try:
-                async with asyncio.timeout(120):
+                # ten tries, about 3 s each quiet; 240 s leaves room for the real-engine tests sharing the 2 cores
+                async with asyncio.timeout(240):
                     while _n(a, "started") + _n(b, "started") == 0:  # noqa: ASYNC110
                         await asyncio.sleep(0.02)
                     lead, other = (a, b) if _n(a, "started") else (b, a)
