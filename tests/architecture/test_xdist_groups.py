@@ -1,0 +1,27 @@
+"""The suite's xdist groups (tests/conftest.py `XDIST_GROUPS`): each names a test file that exists, a test of it is
+scheduled as the group's work unit, and no test relies on xdist's own `xdist_group` mark, which pytest 9 ignores."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import XDIST_GROUPS, xdist_scope
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_group_names_an_existing_test_file_and_its_tests_share_one_work_unit() -> None:
+    assert XDIST_GROUPS
+    for path, group in XDIST_GROUPS.items():
+        assert (ROOT / path).is_file(), path
+        assert xdist_scope(f"{path}::test_a[0.32]") == group
+        assert xdist_scope(f"{path}::test_b[0.11]") == group
+        assert xdist_scope(f"{path}x::test_a") == f"{path}x::test_a"  # another file: a work unit of its own
+    assert xdist_scope("tests/basics/test_x.py::test_y") == "tests/basics/test_x.py::test_y"
+
+
+def test_no_test_uses_the_xdist_group_mark_that_pytest_9_ignores() -> None:
+    users = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
+             if re.search(r"mark\.xdist_group\b", p.read_text(encoding="utf-8"))]
+    assert users == [], f"use tests/conftest.py XDIST_GROUPS instead: {users}"
