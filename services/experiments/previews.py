@@ -188,12 +188,14 @@ class Previews:
         """Diagnose the unit's last start from its journal. systemd's state can run ahead of the journal on a busy
         host: when the newest start has no end in the journal yet (no exit, failure or restart line from
         systemd), read again for up to `settle_s` seconds, so the diagnosis does not judge a start by the stop
-        that came before it."""
+        that came before it. The start judged is that start: the automatic restarts after it are left out
+        (`judged_start`), so a job's diagnosis does not depend on how many of them ran before it was read."""
         entries = await ops.recent_entries(400)
         deadline = time.monotonic() + settle_s
         while not start_has_ended(entries, ops.unit) and time.monotonic() < deadline:
             await asyncio.sleep(0.25)
             entries = await ops.recent_entries(400)
+        entries = judged_start(entries, ops.unit)
         side = await gather_side_evidence(ops.host, ops.unit)
         actions = await self.audit.query(AuditQuery(host=ctx.job.host, newest_first=True, limit=50,
                                                     actions=("deploy", "start", "stop", "restart", "rollback",
@@ -206,6 +208,19 @@ class Previews:
 
 _ENDED = frozenset({"main_exited", "failed_result", "scheduled_restart", "oom_kill", "deactivated", "stopped",
                     "failed_to_start", "start_limit_hit"})
+
+
+def judged_start(entries: Sequence[JournalEntry], unit: str) -> list[JournalEntry]:
+    """The entries without those of the starts systemd made after the start `start_has_ended` judges (the first
+    after the unit's last deliberate stop): a server that crashed under load and then died at every automatic
+    restart is diagnosed by its crash, whether pitcrew read the journal before the first restart or after the
+    third. Entries are told apart by their invocation id, so lines the crashed process flushed after systemd's
+    exit line stay; entries without one stay too."""
+    events = [ev for ev in (classify(e, unit) for e in entries) if ev is not None]
+    stops = [i for i, ev in enumerate(events) if ev.kind == "stopping"]
+    starts = [ev for ev in events[stops[-1] + 1:] if ev.kind == "started"] if stops else []
+    later = {ev.invocation_id for ev in starts[1:] if ev.invocation_id} - {starts[0].invocation_id} if starts else set()
+    return [e for e in entries if e.invocation_id not in later] if later else list(entries)
 
 
 def start_has_ended(entries: Sequence[JournalEntry], unit: str) -> bool:
