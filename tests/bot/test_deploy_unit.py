@@ -226,6 +226,9 @@ async def test_systemctl_stop_mid_job_restores_the_engine_unit_and_exits_0(tmp_p
                                                     "name = 'benchmark' and state = 'running'"))
 
                 await _until(run, "the job benchmarks the restarted engine unit", benchmarking, 120)
+                # ... and the benchmark's child process has had requests answered (its progress, in the job message)
+                await fake.wait_for(lambda f: re.search(r"benchmark C=1 \(([1-9]\d*)/8 requests\)", "".join(
+                    m.text + json.dumps(m.blocks) for m in f.messages if m.ts == parent.ts)) is not None, timeout=60)
             assert "--speculative-num-steps 4" in sim.unit_path.read_text()
             _, pid, _ = await run(["systemctl", "show", "pitcrew.service", "-p", "MainPID", "--value"])
             t_stop = time.monotonic()
