@@ -121,9 +121,9 @@ def _install_script(repo: Path, sim_dir: Path) -> str:
         f"echo {q(f'import site; site.addsitedir({str(site)!r})')} > {VENV}/lib/{PYTHON}/site-packages/pitcrew.pth",
         f"printf '%s\\n%s' {q(f'#!{VENV}/bin/python3')} {q(script)} > {VENV}/bin/pitcrew",
         f"chmod 755 {VENV}/bin/pitcrew",
-        "install -d -m 750 -g pitcrew-bot /etc/pitcrew /etc/pitcrew/ssh",
-        f"install -m 640 -g pitcrew-bot {q(str(sim_dir / 'ssh' / 'client_key'))} /etc/pitcrew/ssh/id_ed25519",
-        f"install -m 640 -g pitcrew-bot {q(str(sim_dir / 'ssh' / 'known_hosts_systemd'))} /etc/pitcrew/ssh/known_hosts",
+        "install -d -m 750 -g pitcrew-bot /etc/pitcrew",
+        f"install -m 640 -g pitcrew-bot {q(str(sim_dir / 'ssh' / 'client_key'))} /etc/pitcrew/id_ed25519",
+        f"install -m 640 -g pitcrew-bot {q(str(sim_dir / 'ssh' / 'known_hosts_systemd'))} /etc/pitcrew/known_hosts",
         "install -m 640 -g pitcrew-bot /dev/stdin /etc/pitcrew/pitcrew.toml",
         f"printf '%s\\n' PITCREW_SLACK__BOT_TOKEN=xoxb-fake-token PITCREW_SLACK__SIGNING_SECRET={SECRET} "
         "| install -m 640 -g pitcrew-bot /dev/stdin /etc/pitcrew/env",
@@ -189,8 +189,8 @@ async def test_systemctl_stop_mid_job_restores_the_engine_unit_and_exits_0(tmp_p
             run, info = sim.real.ns.run, sim.info
             port = free_port()
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
-                    "user": info["user"], "client_key": "/etc/pitcrew/ssh/id_ed25519",
-                    "known_hosts": "/etc/pitcrew/ssh/known_hosts", "unit": info["unit"],
+                    "user": info["user"], "client_key": "/etc/pitcrew/id_ed25519",
+                    "known_hosts": "/etc/pitcrew/known_hosts", "unit": info["unit"],
                     "unit_dir": info["unit_dir"], "server_url": info["server_url"], "sudo": True}
             rc, out, err = await run(["bash", "-c", _install_script(repo_root(), sim.root)],
                                      input=_config(fake.base_url, port, host).encode())
