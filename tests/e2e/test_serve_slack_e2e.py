@@ -11,11 +11,11 @@ import socket
 import sqlite3
 import sys
 import time
-import urllib.parse
 from pathlib import Path
 
 import aiohttp
 from support.fake_slack import FakeSlack
+from support.slack_http import FORM, button, button_click, signed_headers, slash_command
 
 from simhost.host import SimHost
 
@@ -28,14 +28,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _signed(body: str, content_type: str = "application/x-www-form-urlencoded") -> dict[str, str]:
-    import hashlib
-    import hmac
-
-    ts = str(int(time.time()))
-    sig = "v0=" + hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig,
-            "Content-Type": content_type}
+def _signed(body: str, content_type: str = FORM) -> dict[str, str]:
+    return signed_headers(body, SECRET, content_type)
 
 
 async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp_path: Path) -> None:
@@ -85,10 +79,7 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
                 first_home = json.dumps(fake.home_views["U1"]["blocks"], ensure_ascii=False)
                 assert info["name"] in first_home and "active/running" in first_home, first_home
                 assert "sglang · steps 3" in first_home and "last result: none yet" in first_home, first_home
-                body = urllib.parse.urlencode({
-                    "team_id": "T0001", "channel_id": "C1", "channel_name": "gpu-ops", "user_id": "U1",
-                    "user_name": "alice", "command": "/pitcrew", "text": "try 4 steps", "api_app_id": "A1",
-                    "response_url": "http://127.0.0.1:9/resp", "trigger_id": "t1"})
+                body = slash_command("try 4 steps", user=("U1", "alice"), channel=("C1", "gpu-ops"))
                 t0 = time.monotonic()
                 async with http.post(f"{url}/slack/events", data=body, headers=_signed(body)) as r:
                     assert r.status == 200
@@ -99,21 +90,9 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
                               if m.metadata and m.metadata["event_payload"]["key"] == "job:1")
                 # the preview shows the exact flag diff (">" may arrive escaped as "&gt;")
                 assert re.search(r"--speculative-num-steps 3 -(>|&gt;) 4", json.dumps(parent.blocks)), parent.blocks
-                confirm = None
-                for block in parent.blocks or []:
-                    for el in block.get("elements", []) if block.get("type") == "actions" else []:
-                        if "Confirm" in json.dumps(el.get("text", {})):
-                            confirm = el
+                confirm = button(parent, "Confirm")
                 assert confirm is not None, parent.blocks
-                payload = {"type": "block_actions", "team": {"id": "T0001", "domain": "fake"},
-                           "user": {"id": "U1", "username": "alice", "team_id": "T0001"}, "api_app_id": "A1",
-                           "trigger_id": "t2", "container": {"type": "message", "message_ts": parent.ts,
-                                                             "channel_id": "C1", "is_ephemeral": False},
-                           "channel": {"id": "C1", "name": "gpu-ops"},
-                           "message": {"ts": parent.ts, "text": parent.text, "blocks": parent.blocks},
-                           "actions": [{**confirm, "action_ts": str(time.time())}],
-                           "response_url": "http://127.0.0.1:9/resp"}
-                click = urllib.parse.urlencode({"payload": json.dumps(payload)})
+                click = button_click(parent, confirm, user=("U1", "alice"))
                 async with http.post(f"{url}/slack/events", data=click, headers=_signed(click)) as r:
                     assert r.status == 200
                 await fake.wait_for(lambda f: any(m.thread_ts == parent.ts and m.blocks and any(
