@@ -457,8 +457,14 @@ def main() -> int:
             asyncio.run(check(work, a.keep_engine, a.rebuild_base, steps))
         except Skip as e:
             print(f"image check SKIPPED: {e}", flush=True)
+            shutil.rmtree(work, ignore_errors=True)
             return SKIP
         except Failed as e:
+            for made in (work / "etc", work / "sim", work / "pitcrew.env"):  # the logs stay; the key copy goes
+                if made.is_dir():
+                    shutil.rmtree(made, ignore_errors=True)
+                else:
+                    made.unlink(missing_ok=True)
             print(f"image check FAILED: {e}\n{steps.table()}\n(logs kept in {work})", flush=True)
             return 1
         load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
