@@ -31,7 +31,7 @@ test: $(STAMP)
 # without its incident corpus, doctor's sudo parsing, the bot's settings, the bench's SSE parser, the service-manager
 # contract on the supervisor, the import contracts), no scenario test, no real systemd, SQLite only.
 QUICK := tests/basics tests/handlers tests/units tests/store tests/architecture tests/diagnosis \
-	tests/doctor/test_doctor_sudo.py tests/bot/test_settings_logs.py tests/simhost/test_simhost_manager_contract.py \
+	tests/doctor/test_doctor_sudo.py tests/doctor/test_doctor_image_check.py tests/bot/test_settings_logs.py tests/simhost/test_simhost_manager_contract.py \
 	tests/incidents/test_incidents_evidence_parse.py tests/bench/test_bench_sse.py
 test-quick: $(STAMP)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow and not serial" \

@@ -296,7 +296,8 @@ def write_config(etc: Path, entry: dict[str, Any]) -> None:
 
 def doctor_verdict(rc: int, out: str) -> tuple[int, str | None]:
     """How many checks a `pitcrew doctor` run printed ✓, and why it did not pass (exit 0, every check ✓) or None."""
-    marks = [line.strip()[:1] for line in out.splitlines() if line.startswith("  ")]
+    marks = [line.strip()[0] for line in out.splitlines()
+             if line.startswith("  ") and line.strip()[:1] in ("✓", "⚠", "✗")]  # the check lines, not their fixes
     ticks = sum(m == "✓" for m in marks)
     if rc != 0:
         return ticks, f"exit {rc}"
