@@ -1,11 +1,19 @@
 # pitcrew: the bot in a slim image, run as a non-root user. Default command: `pitcrew serve`.
-FROM python:3.11-slim
+# BASE is any Debian-based image with Python 3.11: the public Python image by default; `make image-check` builds
+# with `--build-arg BASE=pitcrew-base:bookworm`, a root filesystem made from Debian's packages on the build machine
+# (python3, python3-venv, curl, openssh-client; scripts/image_check.py). pitcrew lives in its own venv either way.
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-RUN apt-get update \
- && apt-get install -y --no-install-recommends openssh-client curl \
- && rm -rf /var/lib/apt/lists/* \
- && useradd --create-home --uid 10001 pitcrew
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/pitcrew/bin:$PATH
+# curl (the health check) and ssh are installed only when the base lacks them; `venv` needs python3-venv on Debian
+RUN if ! command -v curl >/dev/null || ! command -v ssh >/dev/null; then \
+      apt-get update && apt-get install -y --no-install-recommends openssh-client curl \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi \
+ && useradd --create-home --uid 10001 pitcrew \
+ && python3 -m venv /opt/pitcrew
 
 WORKDIR /app
 # the locked versions first (a layer that changes only with the lock), then pitcrew itself, non-editable:
