@@ -36,6 +36,12 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(obj).decode()
 
 
+# Libraries that log every connection, request or scheduled run at INFO (asyncssh: each SSH connection, auth and
+# channel; httpx: each request; APScheduler: each run of a periodic task): a job of pitcrew's would bury its own lines
+# in hundreds of theirs. They say WARNING and above unless the bot logs at DEBUG.
+CHATTY_LIBRARIES = ("asyncssh", "httpx", "httpcore", "apscheduler")
+
+
 def configure_logging(*, json: bool = False, level: int = logging.INFO) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RedactingFilter())
@@ -44,3 +50,5 @@ def configure_logging(*, json: bool = False, level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.NOTSET if level <= logging.DEBUG else max(level, logging.WARNING))

@@ -91,3 +91,23 @@ def test_logs_are_redacted_and_json() -> None:
     obj = orjson.loads(line)
     assert obj["level"] == "warning" and obj["logger"] == "pitcrew.t"
     assert "xoxb-1234567890" not in line and "abc.def.ghi" not in line
+
+
+def test_chatty_libraries_say_warnings_only_unless_the_bot_logs_at_debug() -> None:
+    from bot.logs import CHATTY_LIBRARIES, configure_logging
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, {n: logging.getLogger(n).level for n in CHATTY_LIBRARIES})
+    try:
+        configure_logging()
+        ssh = logging.getLogger("asyncssh")
+        assert not ssh.isEnabledFor(logging.INFO) and ssh.isEnabledFor(logging.WARNING)
+        assert logging.getLogger("bot.serve").isEnabledFor(logging.INFO)  # pitcrew's own lines still at INFO
+        configure_logging(level=logging.DEBUG)
+        assert ssh.isEnabledFor(logging.DEBUG)
+        configure_logging(level=logging.ERROR)
+        assert not ssh.isEnabledFor(logging.WARNING)
+    finally:
+        root.handlers[:], root.level = saved[0], saved[1]
+        for name, lvl in saved[2].items():
+            logging.getLogger(name).setLevel(lvl)
