@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import time
 
@@ -19,13 +20,22 @@ BENCH = {"concurrency": [1, 4], "requests_per_level": 8, "warmup": 0, "input_len
          "max_duration_s": 3.0}
 
 
-async def _admissions(bot) -> int:
-    return sum("Prefill batch" in str(e.get("MESSAGE")) for e in await bot.sim.journal_entries())
+async def _admitted(bot) -> int:
+    """Requests the server has admitted so far: the sum of its `Prefill batch, #new-seq: N` lines."""
+    return sum(int(m.group(1)) for e in await bot.sim.journal_entries()
+               if (m := re.search(r"Prefill batch, #new-seq: (\d+)", str(e.get("MESSAGE")))))
 
 
-async def _when_benchmarking(bot, job_id: int) -> None:
-    """Once the benchmark step runs and the server has admitted its requests (not merely once the step's row says
-    running: the benchmark's child process needs a moment to start, more on a busy machine)."""
+async def _bench(bot) -> tuple[int, int]:
+    """Start a `bench` job; returns its id and the requests the server had admitted before it (its warm-up's)."""
+    before = await _admitted(bot)
+    return job_id_of(await bot.say("bench")), before
+
+
+async def _when_benchmarking(bot, job_id: int, before: int) -> None:
+    """Once the benchmark step runs and the server has admitted two of its requests (not merely once the step's row
+    says running: the benchmark's child process needs a moment to start, more on a busy machine). Counted from
+    before the job: four requests sent at once can all be admitted, in one batch, before the step's row is read."""
     async with asyncio.timeout(30):
         while True:
             async with bot.core.db.sessions() as s:
@@ -34,8 +44,7 @@ async def _when_benchmarking(bot, job_id: int) -> None:
             if step == "running":
                 break
             await asyncio.sleep(0.02)
-        admitted = await _admissions(bot)
-        while await _admissions(bot) < admitted + 2:
+        while await _admitted(bot) < before + 2:
             await asyncio.sleep(0.02)
 
 
@@ -56,8 +65,8 @@ async def _told(bot, job_id: int) -> list[str]:
 async def test_server_killed_mid_benchmark_ends_the_job_with_a_report(rel_bot, systemd: str) -> None:
     bot = await rel_bot("healthy", bench=BENCH, systemd=systemd)
     await bot.sim.wait_ready(30)
-    job_id = job_id_of(await bot.say("bench"))
-    await _when_benchmarking(bot, job_id)
+    job_id, before = await _bench(bot)
+    await _when_benchmarking(bot, job_id, before)
     await asyncio.sleep(0.3)
     assert await bot.sim.signal_main("KILL")
     job, took = await _finish(bot, job_id, 30)
@@ -74,8 +83,8 @@ async def test_server_that_accepts_but_never_answers_ends_the_job(rel_bot) -> No
     bench = {**BENCH, "concurrency": [4], "requests_per_level": 4, "output_len": 2000}  # ~8 s streams
     bot = await rel_bot("healthy", bench=bench)
     await bot.sim.wait_ready(30)
-    job_id = job_id_of(await bot.say("bench"))
-    await _when_benchmarking(bot, job_id)
+    job_id, before = await _bench(bot)
+    await _when_benchmarking(bot, job_id, before)
     await asyncio.sleep(1.0)  # the streams are flowing
     pid = bot.sim.supervisor.main_pid
     os.kill(pid, signal.SIGSTOP)  # the listening socket stays: connections are accepted, nothing answers
