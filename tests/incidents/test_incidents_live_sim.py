@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 from incidents_kit import RecordingOutbox, spec_from_sim, wait_for
 
 from handlers.incident_view import IncidentNotifier
@@ -108,6 +109,7 @@ async def ctl(lv: Live, *args: str) -> None:
     await lv.host.run(["systemctl", *args], timeout=30, sudo=lv.host.spec.sudo)
 
 
+@pytest.mark.timeout(300)  # its own waits add up to 150 s (ready, alert, updates, resolution): the default 120 s cut it
 async def test_seed_loop_alerts_once_updates_in_thread_and_resolves_after_rollback(
         tmp_path: Path, sqlite_db: Database, systemd: str) -> None:
     policy = IncidentPolicy(window_s=60, stable_window_s=2.0, tick_s=0.2, own_action_window_s=0.5,
