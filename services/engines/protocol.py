@@ -102,6 +102,14 @@ class Engine(Protocol):
         """The version when ``line`` is this engine's own version line, else None."""
         ...
 
+    # the running server's HTTP path whose JSON answer names its version ("/props"), "" when it has none: the
+    # version of an engine that logs none at start (SGLang; llama.cpp at its default verbosity)
+    version_path: str
+
+    def served_version(self, doc: object) -> str | None:
+        """The version in `version_path`'s JSON answer, written as `version_of` writes it, else None."""
+        ...
+
     def claims_line(self, message: str) -> bool:
         """True when a journal line is unmistakably this engine's (diagnosis reads a unit's lines as that engine's
         when it has no readable unit file); the default engine claims none: it is what no claim means."""

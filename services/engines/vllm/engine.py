@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.engines.flags import FlagDef, FlagPlan, first_flag, number_or_none
+from services.engines.flags import FlagDef, FlagPlan, first_flag, number_or_none, plain_version
 from services.engines.metrics import metric_delta
 from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.vllm import flags
@@ -97,6 +97,11 @@ class Vllm:
             if m:
                 return m.group(1)
         return None
+
+    version_path = "/version"  # ``{"version": "0.11.0"}``
+
+    def served_version(self, doc: object) -> str | None:
+        return plain_version(doc.get("version") if isinstance(doc, dict) else None)
 
     # --- vocabulary
     def lookup_flag(self, word: str) -> FlagDef | None:
