@@ -144,6 +144,10 @@ class Engine(Protocol):
         ...
 
     # --- lifecycle signals
+    # what a start does between its capacity lines and ready, in the job's progress ("capturing CUDA graphs"); ""
+    # when it does nothing worth naming (llama.cpp); a capacity on the CPU (`Capacity.device`) captures no graphs
+    warmup_phase: str
+
     def is_ready_line(self, message: str) -> bool: ...
 
     def capacity_reader(self) -> CapacityReading: ...

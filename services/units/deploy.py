@@ -217,7 +217,10 @@ class UnitOps:
                         if seen is not None:
                             version = seen[1]
                         if reader.feed(msg) and progress:
-                            await progress("capturing CUDA graphs")
+                            cap = reader.capacity
+                            on_cpu = cap is not None and cap.device == "cpu"
+                            await progress(server.warmup_phase if server.warmup_phase and not on_cpu
+                                           else "warming up")
                         if server.is_ready_line(msg):
                             ready_at = time.monotonic() - t0
                             break

@@ -106,6 +106,8 @@ class LlamaCpp:
         return ["timeout", "10", *argv, "--help"]
 
     # --- lifecycle
+    warmup_phase = ""  # it captures no graphs at start: ready follows its capacity line
+
     def is_ready_line(self, message: str) -> bool:
         return is_ready_line(message)
 

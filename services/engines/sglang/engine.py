@@ -122,6 +122,8 @@ class SGLang:
                     and int(draft) == int(steps) + 1)
 
     # --- lifecycle
+    warmup_phase = "capturing CUDA graphs"
+
     def is_ready_line(self, message: str) -> bool:
         return READY_TEXT in message
 

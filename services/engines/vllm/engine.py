@@ -123,6 +123,8 @@ class Vllm:
         return False
 
     # --- lifecycle
+    warmup_phase = "capturing CUDA graphs"  # on GPUs; its CPU build (device "cpu") captures none
+
     def is_ready_line(self, message: str) -> bool:
         return "Application startup complete." in message
 
