@@ -26,7 +26,7 @@ from services.units import UnitOps, config_label, read_exec_start
 STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a second, however many ask
 SSH_READ_TIMEOUT_S = 15.0
 VERSION_READ_TIMEOUT_S = 3.0  # the running server's version: status does not wait longer for it
-VERSION_RETRY_S = 30.0  # a server that named no version (still loading, or none) is asked again after this
+VERSION_RETRY_S = 10.0  # a server that named no version (not listening yet, loading, or none) is asked again then
 
 
 @dataclass(frozen=True)
