@@ -110,6 +110,11 @@ class Engine(Protocol):
         """The version in `version_path`'s JSON answer, written as `version_of` writes it, else None."""
         ...
 
+    def device_of(self, line: str) -> str | None:
+        """Where the engine runs when one of its start lines says it is not on GPUs ("cpu": vLLM's CPU build),
+        else None (on GPUs, or the line does not say)."""
+        ...
+
     def claims_line(self, message: str) -> bool:
         """True when a journal line is unmistakably this engine's (diagnosis reads a unit's lines as that engine's
         when it has no readable unit file); the default engine claims none: it is what no claim means."""
@@ -169,7 +174,9 @@ class Engine(Protocol):
         ...
 
     # --- failures: advice wording
-    advice_flags: Mapping[str, str]  # what memory advice names: mem, len, seqs, spec, graphs, chunk
+    # what memory advice names: mem, len, seqs, spec, graphs, chunk; kv_space where the KV cache's size is set
+    # otherwise on the CPU (vLLM's VLLM_CPU_KVCACHE_SPACE)
+    advice_flags: Mapping[str, str]
 
     # --- host facts (preflight)
     default_port: int

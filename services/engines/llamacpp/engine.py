@@ -80,6 +80,9 @@ class LlamaCpp:
     def served_version(self, doc: object) -> str | None:
         return build_info_version(doc)
 
+    def device_of(self, line: str) -> str | None:
+        return None  # its default verbosity does not say where the model is
+
     def claims_line(self, message: str) -> bool:
         return claims_line(message)
 

@@ -93,6 +93,9 @@ class SGLang:
     def served_version(self, doc: object) -> str | None:
         return plain_version(doc.get("version") if isinstance(doc, dict) else None)
 
+    def device_of(self, line: str) -> str | None:
+        return None  # SGLang runs on GPUs here
+
     def claims_line(self, message: str) -> bool:
         return False  # the default engine: lines no engine claims are read as SGLang's
 

@@ -18,7 +18,7 @@ from services.engines.flags import FlagDef, FlagPlan, first_flag, number_or_none
 from services.engines.metrics import metric_delta
 from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.vllm import flags
-from services.engines.vllm.log import VllmCapacityReader
+from services.engines.vllm.log import VllmCapacityReader, device_of_line
 
 __all__ = ["VLLM", "Vllm"]
 
@@ -66,7 +66,8 @@ class Vllm:
         "mem": "--gpu-memory-utilization", "len": "--max-model-len", "seqs": "--max-num-seqs",
         "spec": "fewer speculative tokens (num_speculative_tokens in --speculative-config)",
         "graphs": "the CUDA-graph capture sizes (--compilation-config) or --enforce-eager",
-        "chunk": "--max-num-batched-tokens"}
+        "chunk": "--max-num-batched-tokens",
+        "kv_space": "VLLM_CPU_KVCACHE_SPACE (the KV cache's GiB of host memory, in the unit's Environment=)"}
     default_port = 8000
     mem_flag = "--gpu-memory-utilization"
     mem_default: float | None = 0.9  # vLLM 0.11 CacheConfig; vLLM refuses to start below it (FORMATS b.4)
@@ -97,6 +98,9 @@ class Vllm:
             if m:
                 return m.group(1)
         return None
+
+    def device_of(self, line: str) -> str | None:
+        return device_of_line(line)
 
     version_path = "/version"  # ``{"version": "0.11.0"}``
 
