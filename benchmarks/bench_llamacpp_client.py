@@ -212,8 +212,8 @@ async def wire_levels(port: int, args: argparse.Namespace, work: Path) -> tuple[
         rows.append(wire_row(c, lv, [w for w in every if w.index in measured]))
         print(rows[-1], flush=True)
         if c == 1:
-            # answered only: after each streamed response llama-server reads the next request on that keep-alive
-            # connection and closes it unanswered; the client sends it again on a new one (that try is not timed)
+            # answered only: llama-server closes the connection after each streamed response, and a request the
+            # client sent before the close arrived is dropped; the client sends it again on a new one (not timed)
             c1 = ([w for w in every if w.index is not None and w.status is not None], measured)
     return c1
 
