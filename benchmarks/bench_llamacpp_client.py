@@ -21,7 +21,7 @@ cache update, the slot's launch); the script prints those intervals for the C=1 
 arguments to the server (`'--cache-ram 0'`: no RAM prompt cache).
 
     .venv/bin/python benchmarks/bench_llamacpp_client.py [--slots 2] [--levels 1,4,2] [--output-len 64]
-        [--input-len 64] [--requests 8] [--wire] [--log-verbosity 5] [--server-args '--cache-ram 0']
+        [--input-len 64] [--requests 8] [--wire [--keep-captures]] [--log-verbosity 5] [--server-args '--cache-ram 0']
 """
 
 from __future__ import annotations
@@ -209,6 +209,8 @@ async def wire_levels(port: int, args: argparse.Namespace, work: Path) -> tuple[
             continue
         measured = {r.index for r in lv.records}
         every = wire_requests(read_pcap(pcap.read_bytes()), port)
+        if not args.keep_captures:
+            pcap.unlink()
         rows.append(wire_row(c, lv, [w for w in every if w.index in measured]))
         print(rows[-1], flush=True)
         if c == 1:
@@ -338,6 +340,7 @@ if __name__ == "__main__":
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--wire", action="store_true", help="no relay; score pitcrew and the server against a capture")
+    ap.add_argument("--keep-captures", action="store_true", help="keep the .pcap files beside the server log")
     ap.add_argument("--server-args", default="", help="more llama-server arguments, e.g. '--cache-ram 0'")
     ap.add_argument("--log-verbosity", type=int, default=None,
                     help="the server's -lv (5: the per-request trace the breakdown reads)")
