@@ -7,10 +7,12 @@ right after a short run holds none of them.
 `read_pcap` + `wire_requests` rebuild each TCP connection's two byte streams (sequence numbers, retransmitted bytes
 dropped), split the client's stream into HTTP/1.1 requests and the server's into responses (chunked or
 `Content-Length`), and stamp every SSE event with the capture time of the packet that completed it, the rule the
-client follows for its reads. Per request: the time its first byte was on the wire, its first and last
-text-carrying events, the text events and the usage's `completion_tokens`, and the prompt number of a synthetic
-prompt (`Request N seed S:`), which tells warmups from measured requests. `score` recomputes pitcrew's per-level
-figures from those and prints both.
+client follows for its reads. Per request: the time its first byte was on the wire, its first and last text-carrying
+events, the text events and the usage's `completion_tokens`, the time the response's first byte was on the wire (its
+status line: a server that answers only once it has the first token writes it with that token), the last `timings`
+object an event carried (llama.cpp's per-request figures: `prompt_ms`, `predicted_n`, ...), and the prompt number of
+a synthetic prompt (`Request N seed S:`), which tells warmups from measured requests. `score` recomputes pitcrew's
+per-level figures from those and prints both.
 
 Capture times are the kernel's (CLOCK_REALTIME, nanoseconds with `--time-stamp-precision nano`) and the client's
 are `perf_counter()`: only durations are compared, never instants.
@@ -204,6 +206,8 @@ class WireRequest:
     last_text: float | None = None
     text_events: int = 0
     completion_tokens: int | None = None
+    first_byte: float | None = None  # the response's first byte (its status line) on the wire
+    timings: dict[str, Any] | None = None  # the last `timings` object of the response's events (llama.cpp)
     events: list[float] = field(default_factory=list, repr=False)
 
     @property
@@ -240,8 +244,9 @@ def _requests(stream: _Stream) -> Iterable[tuple[int, bytes]]:
         pos = body_at + length
 
 
-def _responses(stream: _Stream) -> Iterable[tuple[int | None, list[tuple[int, bytes]]]]:
-    """(status, [(wire offset of its last byte, SSE event)]) of each HTTP response in a server stream."""
+def _responses(stream: _Stream) -> Iterable[tuple[int, int | None, list[tuple[int, bytes]]]]:
+    """(offset of its first byte, status, [(wire offset of its last byte, SSE event)]) of each HTTP response in a
+    server stream."""
     data, pos = stream.data, 0
     while pos < len(data):
         head_end = data.find(b"\r\n\r\n", pos)
@@ -289,7 +294,7 @@ def _responses(stream: _Stream) -> Iterable[tuple[int | None, list[tuple[int, by
             k = bisect.bisect_right(body_starts, last) - 1
             events.append((wire_starts[k] + last - body_starts[k], bytes(body[start:end])))
             start = end + len(sep)
-        yield status, events
+        yield pos, status, events
         pos = at
 
 
@@ -309,7 +314,8 @@ def wire_requests(segments: list[Segment], server_port: int) -> list[WireRequest
             m = _PROMPT.search(body)
             wr = WireRequest(conn=(src, dst), index=int(m.group(1)) if m else None, sent=up.time_of(offset))
             if i < len(resps):
-                wr.status, events = resps[i]
+                start, wr.status, events = resps[i]
+                wr.first_byte = down.time_of(start)
                 for end, event in events:
                     lines = event.replace(b"\r", b"").split(b"\n")
                     payload = b"\n".join(ln[5:] for ln in lines if ln.startswith(b"data:")).strip()
@@ -321,6 +327,11 @@ def wire_requests(segments: list[Segment], server_port: int) -> list[WireRequest
                         wr.last_text = ts
                         wr.text_events += 1
                         wr.events.append(ts)
+                    if b'"timings"' in payload:
+                        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+                            timings = orjson.loads(payload).get("timings")
+                            if isinstance(timings, dict):
+                                wr.timings = timings
                     if b'"usage"' in payload:
                         with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
                             usage = orjson.loads(payload).get("usage")

@@ -34,7 +34,7 @@ from services.incidents import (
 from services.journal import HostContactLost, HostContactRestored, HostRebooted, JournalGap
 
 CAUSE_TITLES = {
-    "kv_cache_oom": "too little GPU memory for the KV cache at start",
+    "kv_cache_oom": "too little memory for the KV cache at start",
     "cuda_oom_runtime": "CUDA out of memory while serving",
     "cuda_graph_capture_oom": "out of memory while capturing CUDA graphs",
     "stop_timeout_sigkill": "killed after the stop timeout (not a crash)",

@@ -61,6 +61,7 @@ class Invocation:
     sig_recent: deque[Signal] = field(default_factory=lambda: deque(maxlen=100))  # ...and the last 100
     phase: str = "loading"
     engine: Engine | None = None  # the engine whose lines these are, once one claims a line (`engine_of_line`)
+    device: str | None = None  # "cpu" once one of its start lines says it runs there (`Engine.device_of`)
     died: JournalEntry | None = None  # the first line saying an engine process died
     crashed: bool = False  # the engine died before anyone asked the unit to stop (decided in `finish`)
     decode_entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=32))
@@ -128,6 +129,8 @@ class Invocation:
         if self.ready_us is None:
             if self.engine is None:
                 self.engine = engine_of_line(msg)
+            if self.device is None and self.engine is not None:
+                self.device = self.engine.device_of(msg)
             mark = phase_mark(msg, engine=self.engine)
             if mark is not None:
                 self._enter(mark, t)

@@ -175,14 +175,30 @@ def _simple(summary: str, advice: str) -> Callable[[Context, Match], Words]:
     return words
 
 
+# a memory label's words when the failed start ran on the CPU (`Invocation.device`): its memory is the host's, and the
+# GPU memory fraction sizes nothing there
+ON_CPU = {
+    "kv_cache_oom": ("The configuration of {unit} leaves too little memory for the KV cache at start ({times}){since}"
+                     "; it runs on the CPU, where the KV cache is host memory of a set size.",
+                     "Roll back to the previous unit revision, or give the KV cache room: {spec}, a shorter {len} "
+                     "or a larger {kv_space}."),
+}
+
+
 def _memory(summary: str, advice: str, label: str) -> Callable[[Context, Match], Words]:
-    """Memory labels: the advice names this engine's flags (`{mem}`, `{len}`, ... of `Engine.advice_flags`)."""
+    """Memory labels: the advice names this engine's flags (`{mem}`, `{len}`, ... of `Engine.advice_flags`); a start
+    on the CPU gets `ON_CPU`'s words where its label has them."""
 
     def words(ctx: Context, m: Match) -> Words:
-        w = _simple(summary, advice.format(**engine_of(ctx).advice_flags))(ctx, m)
-        flags = unit_flags(ctx.side.unit_file, FLAGS_FOR[label])
+        flags = dict(engine_of(ctx).advice_flags)
+        text = summary, advice
+        if ctx.focus is not None and ctx.focus.device == "cpu" and label in ON_CPU:
+            text = ON_CPU[label]
+            flags.setdefault("kv_space", "the KV cache's memory")
+        w = _simple(text[0], text[1].format(**flags))(ctx, m)
+        unit_set = unit_flags(ctx.side.unit_file, FLAGS_FOR[label])
         ran = _last_good(ctx) if label == "cuda_oom_runtime" else None
-        extra = f" The unit runs {flags}." if flags else ""
+        extra = f" The unit runs {unit_set}." if unit_set else ""
         extra += f" Before the failure {ran.describe()}." if ran else ""
         return Words(w.summary + extra, w.recommendation, w.config_change, ran)
     return words

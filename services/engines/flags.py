@@ -5,7 +5,8 @@ engine flag: names, chat aliases, type, bounds), `check_plain` and `parse_value`
 choices, and only plain characters — never anything a shell or systemd would interpret),
 `FlagPlan`/`format_change` (what a change does, for the preview), and the two argv steps every engine
 schema shares: finding the schema's flags in an argv (`current_flags`) and writing a plan back in place
-(`rewrite_flags`: a flag changes where it stands, a new one goes at the end). Each engine's schema
+(`rewrite_flags`: a flag changes where it stands, a new one goes at the end), and `plain_version` (a version
+string an engine's HTTP answer gave, kept only when it looks like one). Each engine's schema
 (`services.engines.sglang.flags`, `services.engines.vllm.flags`) builds on these.
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "number_or_none",
     "parse_flags",
     "parse_value",
+    "plain_version",
     "resolve_in",
     "rewrite_flags",
     "suggest",
@@ -377,6 +379,15 @@ def resolve_in(word: str, by_word: Mapping[str, FlagDef]) -> FlagDef:
     if close is not None:
         raise UserInputError(f"I don't know the flag '{shown}'. Did you mean '{close}'?", suggestion=close)
     raise UserInputError(f"I don't know the flag '{shown}'. Say 'help flags' for the list.")
+
+
+_PLAIN_VERSION = re.compile(r"\d+(?:\.\d+)+[0-9A-Za-z.+-]{0,40}")
+
+
+def plain_version(v: object) -> str | None:
+    """``v`` when it reads as a version (``0.11.0``, ``0.5.2rc1``, ``0.12.0+cu128``), else None: what a server
+    answers goes into chat, so anything else is dropped."""
+    return v if isinstance(v, str) and _PLAIN_VERSION.fullmatch(v) else None
 
 
 def number_or_none(v: str | None, kind: type) -> Any:

@@ -102,6 +102,19 @@ class Engine(Protocol):
         """The version when ``line`` is this engine's own version line, else None."""
         ...
 
+    # the running server's HTTP path whose JSON answer names its version ("/props"), "" when it has none: the
+    # version of an engine that logs none at start (SGLang; llama.cpp at its default verbosity)
+    version_path: str
+
+    def served_version(self, doc: object) -> str | None:
+        """The version in `version_path`'s JSON answer, written as `version_of` writes it, else None."""
+        ...
+
+    def device_of(self, line: str) -> str | None:
+        """Where the engine runs when one of its start lines says it is not on GPUs ("cpu": vLLM's CPU build),
+        else None (on GPUs, or the line does not say)."""
+        ...
+
     def claims_line(self, message: str) -> bool:
         """True when a journal line is unmistakably this engine's (diagnosis reads a unit's lines as that engine's
         when it has no readable unit file); the default engine claims none: it is what no claim means."""
@@ -136,6 +149,10 @@ class Engine(Protocol):
         ...
 
     # --- lifecycle signals
+    # what a start does between its capacity lines and ready, in the job's progress ("capturing CUDA graphs"); ""
+    # when it does nothing worth naming (llama.cpp); a capacity on the CPU (`Capacity.device`) captures no graphs
+    warmup_phase: str
+
     def is_ready_line(self, message: str) -> bool: ...
 
     def capacity_reader(self) -> CapacityReading: ...
@@ -157,7 +174,9 @@ class Engine(Protocol):
         ...
 
     # --- failures: advice wording
-    advice_flags: Mapping[str, str]  # what memory advice names: mem, len, seqs, spec, graphs, chunk
+    # what memory advice names: mem, len, seqs, spec, graphs, chunk; kv_space where the KV cache's size is set
+    # otherwise on the CPU (vLLM's VLLM_CPU_KVCACHE_SPACE)
+    advice_flags: Mapping[str, str]
 
     # --- host facts (preflight)
     default_port: int

@@ -1,8 +1,9 @@
 """The fleet status query: one `HostStatus` per host, for `status` in chat.
 
 Owns reading a host's unit state and configuration (one `systemctl show` and one unit-file read
-over SSH; the engine its ``ExecStart=`` launches, with the version the engine logged at its last start
-when pitcrew saw that start), sharing that read between concurrent callers and reusing it for `STATUS_HOST_TTL_S`
+over SSH; the engine its ``ExecStart=`` launches, with the version the engine gave at its last start
+when pitcrew saw that start, else the version the running server names (its engine's `version_path`, asked once
+per unit invocation)), sharing that read between concurrent callers and reusing it for `STATUS_HOST_TTL_S`
 (200 `status` commands a second must not become 400 SSH commands a second), and joining it with
 what the database knows: the running and queued jobs, open incidents and the last result.
 """
@@ -24,6 +25,8 @@ from services.units import UnitOps, config_label, read_exec_start
 
 STATUS_HOST_TTL_S = 1.0  # a host's unit state is read over SSH at most once a second, however many ask
 SSH_READ_TIMEOUT_S = 15.0
+VERSION_READ_TIMEOUT_S = 3.0  # the running server's version: status does not wait longer for it
+VERSION_RETRY_S = 10.0  # a server that named no version (not listening yet, loading, or none) is asked again then
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class UnitState:
     restarts: int
     config: str  # a short name for the configuration ("steps 5")
     engine: str = ""  # "sglang" or "vllm" as the unit's ExecStart says, "" when it names neither
+    invocation: str = ""  # systemd's InvocationID of the unit's current run ("" when it does not run)
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class HostStatus:
     queued_jobs: int
     incidents: tuple[IncidentBrief, ...]
     last_result: LastResult | None
-    engine_version: str = ""  # as the engine logged it at the start pitcrew last saw ("0.11.0"), else ""
+    engine_version: str = ""  # as the start pitcrew last saw gave it ("0.11.0"), else as the running server names it
     engine_device: str = ""  # where that start said it runs when not on GPUs ("cpu": vLLM's CPU build), else ""
 
     @property
@@ -99,6 +103,8 @@ class FleetStatus:
         self.ttl_s = ttl_s
         # host -> (read at, shared read of its unit state)
         self._reads: dict[str, tuple[float, asyncio.Future[UnitState]]] = {}
+        # (host, invocation) -> (asked at, shared read of the version its running server names)
+        self._served: dict[tuple[str, str], tuple[float, asyncio.Future[str]]] = {}
 
     async def hosts(self, names: Sequence[str]) -> list[HostStatus]:
         return list(await asyncio.gather(*(self.host(h) for h in names)))
@@ -120,6 +126,8 @@ class FleetStatus:
         if state is not None and last and last[0].capacity.get("engine") == state.engine:
             version = str(last[0].capacity.get("engine_version") or "")
             device = str(last[0].capacity.get("device") or "")
+        if state is not None and not version and state.engine and state.active_state == "active":
+            version = await self.served_version(host, state)
         return HostStatus(host=host, unit=unit, state=state, unreachable=unreachable,
                           running_job=self._jobs.running_job(host), queued_jobs=len(queued), incidents=incidents,
                           last_result=_last_result(last[0]) if last else None,
@@ -134,6 +142,26 @@ class FleetStatus:
             self._reads[host] = hit = (now, fut)
         return await asyncio.shield(hit[1])
 
+    async def served_version(self, host: str, state: UnitState) -> str:
+        """The version the unit's running server names, asked once per invocation (again after
+        `VERSION_RETRY_S` while it names none) and shared by concurrent callers; "" when it does not say in
+        `VERSION_READ_TIMEOUT_S`."""
+        now = time.monotonic()
+        key = (host, state.invocation)
+        hit = self._served.get(key)
+        if hit is None or (hit[1].done() and (hit[1].exception() is not None or not hit[1].result())
+                           and now - hit[0] > VERSION_RETRY_S):
+            self._served = {k: v for k, v in self._served.items() if k[0] != host}  # older invocations: gone
+            fut = asyncio.ensure_future(self._served_read(host, state.engine))
+            self._served[key] = hit = (now, fut)
+        try:
+            return await asyncio.shield(hit[1])
+        except (TimeoutError, HostError, OSError):
+            return ""
+
+    async def _served_read(self, host: str, engine: str) -> str:
+        return await asyncio.wait_for(self._ops(host).served_version(engine), VERSION_READ_TIMEOUT_S)
+
     async def _read(self, host: str) -> UnitState:
         ops = self._ops(host)
         st = await asyncio.wait_for(ops.state(), SSH_READ_TIMEOUT_S)
@@ -141,7 +169,7 @@ class FleetStatus:
         argv = read_exec_start(text).argv
         engine = detect_engine(argv)
         return UnitState(st.active_state, st.sub_state, st.n_restarts, config_label(argv),
-                         engine="" if engine == "unknown" else engine)
+                         engine="" if engine == "unknown" else engine, invocation=st.invocation_id)
 
 
 def _last_result(run: RunSummary) -> LastResult:

@@ -4,7 +4,8 @@ These are the steps a person did by hand in the field notes, done with deadlines
 write the unit atomically then `daemon-reload`; stop and wait until the unit is inactive *and*
 its GPU memory is released (a leftover holder is reported with its pid, never killed here);
 start and follow the journal from the start cursor until the engine's ready line or a failure, then
-prove it serves with `/health` and one real short generation. Every remote call has a timeout.
+prove it serves with `/health` and one real short generation, and take the engine's version from its start
+lines or, when it logged none, from the running server (`served_version`). Every remote call has a timeout.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ class ReadyReport:
     capacity: Capacity | None
     entries: tuple[JournalEntry, ...]
     health_ok: bool
-    engine_version: str = ""  # the version the engine logged while starting ("0.11.0"), "" if it logged none
+    engine_version: str = ""  # as the engine logged it while starting ("0.11.0") or, failing that, as the running
+    # server named it (llama.cpp's /props: "b1 (0c1e57098)"); "" when neither said
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,10 @@ class UnitOps:
                         if seen is not None:
                             version = seen[1]
                         if reader.feed(msg) and progress:
-                            await progress("capturing CUDA graphs")
+                            cap = reader.capacity
+                            on_cpu = cap is not None and cap.device == "cpu"
+                            await progress(server.warmup_phase if server.warmup_phase and not on_cpu
+                                           else "warming up")
                         if server.is_ready_line(msg):
                             ready_at = time.monotonic() - t0
                             break
@@ -229,6 +234,8 @@ class UnitOps:
         if progress:
             await progress("checking /health and one generation")
         await self.prove_serving(deadline_s=max(deadline_s - (time.monotonic() - t0), 10.0), model=model)
+        if not version:  # it logged none (SGLang; llama.cpp at its default verbosity): ask the running server
+            version = await self.served_version(engine)
         return ReadyReport(seconds=time.monotonic() - t0, ready_line_seconds=ready_at, capacity=reader.capacity,
                            entries=tuple(entries), health_ok=True, engine_version=version)
 
@@ -258,6 +265,20 @@ class UnitOps:
             if r.status_code != 200:
                 raise DeployFailed(f"{self.spec.name}: the test generation answered HTTP {r.status_code}")
             return name or "default"
+
+    async def served_version(self, engine: str) -> str:
+        """The version the running server names on its engine's `version_path` (llama.cpp's ``/props``), or ""
+        when it has none, does not answer within the HTTP timeout, or answers with something else."""
+        server = engine_named(engine)
+        if not server.version_path:
+            return ""
+        try:
+            async with httpx.AsyncClient(timeout=self.http_timeout) as client:
+                r = await client.get(f"{self.spec.server_url}{server.version_path}")
+            doc = r.json() if r.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return ""
+        return server.served_version(doc) or ""
 
     async def recent_entries(self, n: int = 300) -> list[JournalEntry]:
         res = await self.host.run(["journalctl", "-u", self.unit, "-o", "json", "-n", str(n), "--no-pager"],

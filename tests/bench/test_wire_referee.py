@@ -52,8 +52,8 @@ def _text(word: str) -> bytes:
 def test_a_hand_written_capture_reads_as_written() -> None:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     role = _chunk(b'data: {"choices":[{"delta":{"role":"assistant"}}]}\n\n')  # no text: not the first token
-    usage = (_chunk(b'data: {"choices":[],"usage":{"completion_tokens":7}}\n\n') + _chunk(b"data: [DONE]\n\n")
-             + b"0\r\n\r\n")
+    usage = (_chunk(b'data: {"choices":[],"usage":{"completion_tokens":7},"timings":{"prompt_ms":41.5}}\n\n')
+             + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
     split = _chunk(_text("b") + _text("c"))
     r1, r2 = _request(1_000_004), _request(1_000_005)
     up, down = 1001, 5001  # initial sequence numbers
@@ -82,9 +82,11 @@ def test_a_hand_written_capture_reads_as_written() -> None:
     first, second = reqs
     assert first.status == 200 and first.text_events == 3 and first.completion_tokens == 7 and first.tokens == 7
     assert first.sent == pytest.approx(100.010) and first.ttft == pytest.approx(0.050)
+    assert first.first_byte == pytest.approx(100.020) and first.timings == {"prompt_ms": 41.5}
     assert first.e2e == pytest.approx(0.070) and first.events == [pytest.approx(t) for t in (100.06, 100.08, 100.08)]
     assert first.tpot == pytest.approx(0.020 / 6)
     assert second.tokens == 1 and second.ttft == pytest.approx(0.030) and second.tpot is None  # no usage: events
+    assert second.first_byte == pytest.approx(100.230) and second.timings is None
     figures = level_figures([first])
     assert figures["ttft_mean"] == pytest.approx(50.0) and figures["out_tok_s"] == pytest.approx(7 / 0.070)
 

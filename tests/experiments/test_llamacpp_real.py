@@ -6,16 +6,33 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
 from support.llamacpp_kit import real_llamacpp
 
+from services.engines import engine_named
 from services.units import unit_engine
+from simhost.llamacpp.build import built
 
 pytestmark = [real_llamacpp(), pytest.mark.slow]
 
 # two levels (C=1 and the unit's two slots), few short requests: the engine decodes ~45 tokens/s per request here
 BENCH = {"concurrency": [1, 2], "requests_per_level": 4, "warmup": 1, "input_len": 48, "output_len": 64}
+
+
+def _binary_version() -> str:
+    """The build's version as its own ``--version`` prints it (``version: 0.5.0-dev (build 1, commit 0c1e57098)``
+    on stderr), read the way pitcrew reads the ``-lv 4`` build line: ``b1 (0c1e57098)``."""
+    out = subprocess.run([str(built().server), "--version"], capture_output=True, text=True, timeout=30)
+    version = next(v for ln in (out.stdout + out.stderr).splitlines() if (v := engine_named("llamacpp").version_of(ln)))
+    return version
+
+
+def _status_engine(reply: object) -> str:
+    table = reply.tables[0]  # type: ignore[attr-defined]
+    (row,) = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+    return str(row["engine"])
 
 
 def _job_id(text: str) -> int:
@@ -27,6 +44,8 @@ def _job_id(text: str) -> int:
 async def test_a_removed_flag_is_refused_in_the_engines_own_words_and_nothing_changes(make_bot) -> None:
     bot = await make_bot("healthy", engine="llamacpp", bench=BENCH)
     await bot.sim.wait_ready(60)
+    # no start recorded yet, and the default verbosity logs no build line: status asks the running server (/props)
+    assert _status_engine(await bot.say("status")) == f"llama.cpp {_binary_version()}"
     before, pid = bot.unit_text(), await bot.sim.main_pid()
     reply = await bot.say("try --draft-max 8")
     text = reply.text + "".join(d.reply.text + (d.reply.code or "") for d in bot.messages())
@@ -69,6 +88,10 @@ async def test_try_2_draft_tokens_runs_the_real_engine_with_its_own_accept_rate(
     run = (await bot.core.results.recent(bot.sim.info["name"], 1))[0]
     assert run.capacity["engine"] == "llamacpp"
     assert run.capacity["max_running_requests"] == 2 and run.capacity["context_len"] == 2048, run.capacity
+    # the start logged no build line (default verbosity): the version is the running server's /props build_info
+    assert not any(engine_named("llamacpp").version_of(d.reply.text) for d in bot.messages())
+    assert run.capacity["engine_version"] == _binary_version(), run.capacity
+    assert _status_engine(await bot.say("status")) == f"llama.cpp {_binary_version()}"
 
 
 async def test_a_context_beyond_the_units_memory_limit_is_oom_killed_diagnosed_and_rolled_back(make_bot) -> None:

@@ -18,8 +18,10 @@ async def test_try_5_spec_tokens_changes_only_the_json_value_and_reports_vllms_a
     bot = await make_bot("healthy", confirm=("try",), engine="vllm", systemd=systemd)
     before = bot.unit_text()
     assert unit_engine(before) == "vllm"
+    await bot.sim.wait_ready(60)
     status = await bot.say("status")
-    assert status.tables[0].rows[0][2] == "vLLM" and status.tables[0].rows[0][5] == "spec tokens 3"
+    # no start recorded yet: the version is the running server's answer on /version
+    assert status.tables[0].rows[0][2] == "vLLM 0.11.0" and status.tables[0].rows[0][5] == "spec tokens 3"
 
     reply = await bot.say("try 5 spec tokens c=1")
     job_id = int(re.search(r"Job (\d+)", reply.text).group(1))

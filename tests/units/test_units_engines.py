@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from units_testkit import ONE_LINE_UNIT, SGLANG_UNIT, VLLM_UNIT, unit_with
 
-from services.engines import detect_engine, engine_display, engine_version
+from services.engines import detect_engine, engine_display, engine_named, engine_version
 from services.units import read_exec_start, unit_engine
 
 CASES = [
@@ -33,6 +33,21 @@ def test_real_looking_units() -> None:
     assert unit_engine(VLLM_UNIT) == "vllm"
     assert unit_engine("[Service]\nType=simple\n") == "unknown"  # no ExecStart=: not an error here
     assert [engine_display(e) for e in ("sglang", "vllm", "unknown")] == ["SGLang", "vLLM", "unknown"]
+
+
+def test_the_version_a_running_server_names_on_its_engines_path() -> None:
+    sglang, vllm, llama = (engine_named(e) for e in ("sglang", "vllm", "llamacpp"))
+    assert (sglang.version_path, vllm.version_path, llama.version_path) == ("/get_server_info", "/version", "/props")
+    assert sglang.served_version({"tp_size": 1, "version": "0.5.9"}) == "0.5.9"
+    assert vllm.served_version({"version": "0.11.0"}) == "0.11.0"
+    assert vllm.served_version({"version": "0.12.0+cu128"}) == "0.12.0+cu128"
+    assert llama.served_version({"total_slots": 2, "build_info": "b1-0c1e57098"}) == "b1 (0c1e57098)"
+    assert llama.served_version({"build_info": "b7013-unknown"}) == "b7013 (unknown)"
+    # what is not a version is not shown in chat
+    for doc in ({"version": "<@U123> hi"}, {"version": 11}, {}, [], None, {"version": "0.11.0\n*bold*"}):
+        assert sglang.served_version(doc) is None and vllm.served_version(doc) is None
+    for doc in ({"build_info": "b1-0c1e57098 <!here>"}, {"build_info": None}, {"version": "0.11.0"}, None):
+        assert llama.served_version(doc) is None
 
 
 def test_version_lines_of_vllm() -> None:

@@ -101,3 +101,20 @@ def test_the_real_0_11_help_is_read() -> None:
     argv = [a for a in UNIT_ARGV if "ngram" not in a and a != "--speculative-config"]
     assert cli.prog == "vllm" and cli.positionals == ("model_tag",) and len(cli.options) > 150
     assert check_argv(cli, argv, 2) == ()
+
+
+def test_the_device_a_real_start_names_and_the_memory_words_of_a_kv_cache_failure_on_the_cpu() -> None:
+    from bot.cli_diagnose import diagnose_file  # the CLI's path: the corpus case is a journalctl export
+
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln) for ln in START_011]
+    assert {d for ln in lines if (d := VLLM.device_of(ln))} == {"cpu"}  # 0.11: platform + device_config
+    assert {d for ln in START if (d := VLLM.device_of(ln))} == {"cpu"}  # 0.32: the engine's config line
+    assert VLLM.device_of("Initializing a V1 LLM engine (v0.11.0) with config: device_config=cuda, seed=0") is None
+    assert engine_named("sglang").device_of("device_config=cpu") is None
+    # the real 0.32 CPU build refusing a 100,000-token context with a 1 GiB KV cache (the `captured` corpus case)
+    journal = DATA.parents[0] / "incidents" / "cap_vllm_032_cpu_kv_cache_too_small" / "journal.jsonl"
+    result, _ = diagnose_file(str(journal), None)
+    assert result.cause == "kv_cache_oom"
+    assert "GPU" not in result.summary and "runs on the CPU" in result.summary, result.summary
+    assert "VLLM_CPU_KVCACHE_SPACE" in result.recommendation, result.recommendation
+    assert "--gpu-memory-utilization" not in result.recommendation, result.recommendation

@@ -1,13 +1,14 @@
 """llama.cpp as pitcrew knows it: the `Engine` protocol implemented for ``llama-server -m MODEL …``.
 
-Detection (the ``llama-server`` executable, also behind wrappers), the version line (``build: N (COMMIT) with
-…``), the flag schema with the draft length of the unit's own ``--spec-type`` (`services.engines.llamacpp.flags`),
-the engine's own parser as preflight's check (the unit's binary run with the new flags and ``--help``: it exits 0
-or says what it refuses), readiness (``/health`` answers 200 once the model is loaded; the log's ``listening on``
-line follows ``model loaded``), the capacity lines (``llama_context: n_ctx = …``, ``n_seq_max``, the KV cache
-size), the `/metrics` counters (``--metrics``: ``llamacpp:spec_decode_*``, ``llamacpp:tokens_predicted_total``),
-and the words that have no meaning here (``mem``, ``tp``: llama.cpp has no GPU memory fraction and no tensor
-parallel size).
+Detection (the ``llama-server`` executable, also behind wrappers), the version line (``build N (COMMIT) with …``,
+logged only with ``-lv 4``) and the running server's ``/props`` ``build_info`` (how the version is read at the
+default verbosity), the flag schema with the draft length of the unit's own ``--spec-type``
+(`services.engines.llamacpp.flags`), the engine's own parser as preflight's check (the unit's binary run with the
+new flags and ``--help``: it exits 0 or says what it refuses), readiness (``/health`` answers 200 once the model is
+loaded; the log's ``listening on`` line follows ``model loaded``), the capacity lines (``llama_context: n_ctx = …``,
+``n_seq_max``, the KV cache size), the `/metrics` counters (``--metrics``: ``llamacpp:spec_decode_*``,
+``llamacpp:tokens_predicted_total``), and the words that have no meaning here (``mem``, ``tp``: llama.cpp has no GPU
+memory fraction and no tensor parallel size).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from typing import Any
 
 from services.engines.flags import FlagDef, FlagPlan, number_or_none
 from services.engines.llamacpp import flags
-from services.engines.llamacpp.log import LlamaCapacityReader, claims_line, is_ready_line, version_of
+from services.engines.llamacpp.log import (
+    LlamaCapacityReader,
+    build_info_version,
+    claims_line,
+    is_ready_line,
+    version_of,
+)
 from services.engines.metrics import metric_delta
 from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 
@@ -68,6 +75,14 @@ class LlamaCpp:
     def version_of(self, line: str) -> str | None:
         return version_of(line)
 
+    version_path = "/props"  # its default verbosity logs no build line: the running server names it here
+
+    def served_version(self, doc: object) -> str | None:
+        return build_info_version(doc)
+
+    def device_of(self, line: str) -> str | None:
+        return None  # its default verbosity does not say where the model is
+
     def claims_line(self, message: str) -> bool:
         return claims_line(message)
 
@@ -94,6 +109,8 @@ class LlamaCpp:
         return ["timeout", "10", *argv, "--help"]
 
     # --- lifecycle
+    warmup_phase = ""  # it captures no graphs at start: ready follows its capacity line
+
     def is_ready_line(self, message: str) -> bool:
         return is_ready_line(message)
 

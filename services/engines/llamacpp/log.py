@@ -6,9 +6,12 @@ I/W/E/D), then a component: ``srv  llama_server: ...``, ``slot print_timing: id 
 or a library function (``llama_model_load: ...``, ``gguf_init_from_file: ...``); argument errors come before
 logging starts and have no prefix.
 
-* version: at the default verbosity (3) llama-server logs none; with ``-lv 4`` its first line is
+* version: at the default verbosity (3) llama-server logs none (the build line is ``COM_TRC``, level 4, in
+  common/common.cpp's ``common_params_print_info``); with ``-lv 4`` its first line is
   ``common_params_print_info: build 1 (0c1e57098) with GNU 12.2.0 for Linux x86_64``; ``--version`` prints
-  ``version: 0.5.0-dev (build 1, commit 0c1e57098)``. Both read as ``b1 (0c1e57098)``;
+  ``version: 0.5.0-dev (build 1, commit 0c1e57098)``; the running server answers ``GET /props`` (no API key
+  needed unless ``--api-key`` is set) with ``"build_info": "b1-0c1e57098"`` (``llama_build_info()``, also every
+  completion's ``system_fingerprint``). All three read as ``b1 (0c1e57098)``;
 * readiness: ``srv  llama_server: model loaded`` then ``srv  llama_server: listening on http://HOST:PORT`` (its
   HTTP server answers `/health` 503 while the model loads, 200 from then on);
 * capacity: ``srv    load_model: initializing, n_slots = 2, n_ctx_slot = 2048, kv_unified = 'false'`` (with
@@ -24,13 +27,14 @@ from dataclasses import dataclass
 
 from services.engines.protocol import Capacity
 
-__all__ = ["PREFIX", "LlamaCapacityReader", "SpecStats", "claims_line", "is_ready_line", "parse_spec_stats",
-           "version_of"]
+__all__ = ["PREFIX", "LlamaCapacityReader", "SpecStats", "build_info_version", "claims_line", "is_ready_line",
+           "parse_spec_stats", "version_of"]
 
 PREFIX = re.compile(r"^\d+\.\d\d\.\d{3}\.\d{3} [IWEDT] ")  # llama.cpp's log prefix (common_log, timestamps on)
 
 _VERSION = re.compile(r"\bbuild (\d+) \(([0-9a-f]{7,40}|unknown)\) with "
                       r"|^version: \S+ \(build (\d+), commit ([0-9a-f]+|unknown)\)")
+_BUILD_INFO = re.compile(r"b(\d+)-([0-9a-f]{7,40}|unknown)")  # llama_build_info(): "b" BUILD_NUMBER "-" COMMIT
 _READY = re.compile(r"^(?:\S+ [IWEDT] )?srv +\w+: listening on https?://")
 # lines only llama.cpp writes: its loaders' and server's function prefixes
 _LINE = re.compile(r"^\d+\.\d\d\.\d{3}\.\d{3} [IWEDT] (?:srv |slot |cmn |que |llama_|gguf_|print_info|load_tensors)"
@@ -53,6 +57,13 @@ def version_of(line: str) -> str | None:
         return None
     number, commit = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(3), m.group(4))
     return f"b{number} ({commit})"
+
+
+def build_info_version(doc: object) -> str | None:
+    """``b1 (0c1e57098)`` from ``GET /props``' ``"build_info": "b1-0c1e57098"``, else None."""
+    info = doc.get("build_info") if isinstance(doc, dict) else None
+    m = _BUILD_INFO.fullmatch(info) if isinstance(info, str) else None
+    return f"b{m.group(1)} ({m.group(2)})" if m else None
 
 
 def is_ready_line(message: str) -> bool:

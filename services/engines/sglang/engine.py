@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.engines.flags import FlagDef, FlagPlan, first_flag, get_flag, number_or_none
+from services.engines.flags import FlagDef, FlagPlan, first_flag, get_flag, number_or_none, plain_version
 from services.engines.metrics import metric_delta, metric_mean
 from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.sglang import flags
@@ -88,6 +88,14 @@ class SGLang:
     def version_of(self, line: str) -> str | None:
         return None  # SGLang logs no version line at start
 
+    version_path = "/get_server_info"  # its server arguments, scheduler figures and ``"version": "0.5.2"``
+
+    def served_version(self, doc: object) -> str | None:
+        return plain_version(doc.get("version") if isinstance(doc, dict) else None)
+
+    def device_of(self, line: str) -> str | None:
+        return None  # SGLang runs on GPUs here
+
     def claims_line(self, message: str) -> bool:
         return False  # the default engine: lines no engine claims are read as SGLang's
 
@@ -117,6 +125,8 @@ class SGLang:
                     and int(draft) == int(steps) + 1)
 
     # --- lifecycle
+    warmup_phase = "capturing CUDA graphs"
+
     def is_ready_line(self, message: str) -> bool:
         return READY_TEXT in message
 

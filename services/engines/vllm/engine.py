@@ -14,11 +14,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.engines.flags import FlagDef, FlagPlan, first_flag, number_or_none
+from services.engines.flags import FlagDef, FlagPlan, first_flag, number_or_none, plain_version
 from services.engines.metrics import metric_delta
 from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.vllm import flags
-from services.engines.vllm.log import VllmCapacityReader
+from services.engines.vllm.log import VllmCapacityReader, device_of_line
 
 __all__ = ["VLLM", "Vllm"]
 
@@ -66,7 +66,8 @@ class Vllm:
         "mem": "--gpu-memory-utilization", "len": "--max-model-len", "seqs": "--max-num-seqs",
         "spec": "fewer speculative tokens (num_speculative_tokens in --speculative-config)",
         "graphs": "the CUDA-graph capture sizes (--compilation-config) or --enforce-eager",
-        "chunk": "--max-num-batched-tokens"}
+        "chunk": "--max-num-batched-tokens",
+        "kv_space": "VLLM_CPU_KVCACHE_SPACE (the KV cache's GiB of host memory, in the unit's Environment=)"}
     default_port = 8000
     mem_flag = "--gpu-memory-utilization"
     mem_default: float | None = 0.9  # vLLM 0.11 CacheConfig; vLLM refuses to start below it (FORMATS b.4)
@@ -98,6 +99,14 @@ class Vllm:
                 return m.group(1)
         return None
 
+    def device_of(self, line: str) -> str | None:
+        return device_of_line(line)
+
+    version_path = "/version"  # ``{"version": "0.11.0"}``
+
+    def served_version(self, doc: object) -> str | None:
+        return plain_version(doc.get("version") if isinstance(doc, dict) else None)
+
     # --- vocabulary
     def lookup_flag(self, word: str) -> FlagDef | None:
         return flags.lookup_flag(word)
@@ -118,6 +127,8 @@ class Vllm:
         return False
 
     # --- lifecycle
+    warmup_phase = "capturing CUDA graphs"  # on GPUs; its CPU build (device "cpu") captures none
+
     def is_ready_line(self, message: str) -> bool:
         return "Application startup complete." in message
 

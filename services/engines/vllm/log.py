@@ -21,11 +21,13 @@ from dataclasses import dataclass, replace
 
 from services.engines.protocol import Capacity
 
-__all__ = ["VllmCapacityReader", "VllmSpecStats", "VllmThroughput", "parse_vllm_spec", "parse_vllm_throughput"]
+__all__ = ["VllmCapacityReader", "VllmSpecStats", "VllmThroughput", "device_of_line", "parse_vllm_spec",
+           "parse_vllm_throughput"]
 
 _NUM = r"([\d,]+)"
 _KV_TOKENS = re.compile(r"(?:\b(GPU|CPU|XPU) )?KV cache size: " + _NUM + " tokens")  # the device: vLLM's platform
 _PLATFORM = re.compile(r"Automatically detected platform (\w+)\.")  # 0.11 (its CPU build still says "GPU KV cache")
+_DEVICE_CONFIG = re.compile(r"\bdevice_config=(\w+)")  # the engine's config line, 0.11 and 0.32
 _KV_SET = re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")  # the CPU backend (0.32)
 _MAX_CONC = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: ([\d.]+)x")
 _MAX_LEN = re.compile(r"Using max model len (\d+)")
@@ -45,6 +47,14 @@ def _device(kv_word: str | None, platform: str | None) -> str | None:
         if word and word not in ("gpu", "cuda", "rocm"):
             return word
     return None
+
+
+def device_of_line(line: str) -> str | None:
+    """"cpu" (or another non-GPU platform) when a start line says so: the engine's config line
+    (``Initializing a V1 LLM engine (v0.32.0) with config: … device_config=cpu``) or 0.11's ``Automatically detected
+    platform cpu.``; None on GPUs or for any other line."""
+    m = _DEVICE_CONFIG.search(line) or _PLATFORM.search(line)
+    return _device(None, m.group(1).lower()) if m else None
 
 
 def _int(text: str) -> int:

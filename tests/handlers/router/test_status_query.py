@@ -27,6 +27,10 @@ class CountingOps:
         self.reads = 0
         self.fail = fail
         self.text = UNIT
+        self.invocation = "inv"
+        self.served = ""  # the version the running server names ("" : it names none)
+        self.version_asks: list[str] = []
+        self.version_delay = 0.0
 
     async def state(self) -> UnitState:
         self.reads += 1
@@ -34,10 +38,15 @@ class CountingOps:
         if self.fail:
             self.fail -= 1
             raise HostUnreachable("gpu-1: connection refused")
-        return UnitState("active", "running", "success", 4242, 2, "inv")
+        return UnitState("active", "running", "success", 4242, 2, self.invocation)
 
     async def read_unit(self) -> str:
         return self.text
+
+    async def served_version(self, engine: str) -> str:
+        self.version_asks.append(engine)
+        await asyncio.sleep(self.version_delay)
+        return self.served
 
 
 async def _fleet(db: Database, ops: CountingOps, ttl_s: float = 1.0) -> tuple[FleetStatus, JobRunner]:
@@ -111,6 +120,40 @@ async def test_status_names_the_engine_and_the_version_it_logged_at_its_last_sta
     fleet.ttl_s = 0.0
     (s,) = await fleet.hosts(["gpu-1"])
     assert s.engine == "SGLang"
+
+
+LLAMA_UNIT = ("[Unit]\nDescription=llama.cpp\n\n[Service]\nExecStart=/opt/llama.cpp/bin/llama-server "
+              "-m /models/m.gguf --port 8080\n")
+
+
+async def test_without_a_recorded_start_status_asks_the_running_server_once_per_invocation(db: Database) -> None:
+    ops = CountingOps()
+    ops.text, ops.served, ops.version_delay = LLAMA_UNIT, "b1 (0c1e57098)", 0.05
+    fleet, _ = await _fleet(db, ops, ttl_s=0.0)
+    got = await asyncio.gather(*(fleet.host("gpu-1") for _ in range(20)))
+    assert {s.engine for s in got} == {"llama.cpp b1 (0c1e57098)"}
+    assert ops.version_asks == ["llamacpp"]  # concurrent callers share one ask
+    await fleet.host("gpu-1")
+    assert ops.version_asks == ["llamacpp"]  # the same invocation: not asked again
+    ops.invocation, ops.served = "inv-2", "b2 (1234567)"  # restarted with another build
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.engine == "llama.cpp b2 (1234567)" and len(ops.version_asks) == 2
+    await Results(db).save(host="gpu-1", model="m", label="x", result={"levels": []}, ok=True, job_id=None,
+                           revision_id=None, capacity={"engine": "llamacpp", "engine_version": "b9 (abcdef0)"})
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.engine == "llama.cpp b9 (abcdef0)" and len(ops.version_asks) == 2  # a recorded start's version wins
+
+
+async def test_a_server_that_names_no_version_in_time_shows_the_engine_alone(db: Database) -> None:
+    ops = CountingOps()
+    ops.text, ops.served, ops.version_delay = LLAMA_UNIT, "b1 (0c1e57098)", 10.0  # longer than status waits
+    fleet, _ = await _fleet(db, ops, ttl_s=0.0)
+    t0 = asyncio.get_running_loop().time()
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.engine == "llama.cpp" and asyncio.get_running_loop().time() - t0 < 6.0
+    ops.served, ops.version_delay = "", 0.0  # it answers, naming none: asked again only after a while
+    (s,) = await fleet.hosts(["gpu-1"])
+    assert s.engine == "llama.cpp" and len(ops.version_asks) == 1
 
 
 async def test_health_counts_jobs_incidents_and_outbox(db: Database) -> None:
