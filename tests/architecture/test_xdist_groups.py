@@ -1,12 +1,13 @@
-"""The suite's xdist groups (tests/conftest.py `XDIST_GROUPS`): each names a test file that exists, a test of it is
-scheduled as the group's work unit, and no test relies on xdist's own `xdist_group` mark, which pytest 9 ignores."""
+"""The suite's xdist groups (`support.xdist_groups.XDIST_GROUPS`): each names a test file that exists, a test of it
+is scheduled as the group's work unit, and no test relies on xdist's own `xdist_group` mark, which pytest 9
+ignores."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from conftest import XDIST_GROUPS, xdist_scope
+from support.xdist_groups import XDIST_GROUPS, xdist_scope
 
 ROOT = Path(__file__).resolve().parents[2]
 
