@@ -2,10 +2,12 @@
 PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
-# The suite waits on simulated hosts and servers more than it computes: 4 workers halve its wall time on 2 cores.
+# The suite waits on simulated hosts and servers more than it computes: 6 workers on 2 cores (phase 1 in 8:45 at load
+# 8-16, against 12:31 with 4 at load 15: docs/PERFORMANCE.md "Test suite"). The quick loop computes more than it waits: 4.
 # Tests marked `serial` (time and rate measurements) then run alone. A test that fails is run again (twice at most)
 # and the run reports it as RERUN: a timing flake on a busy machine does not turn CI red, a real failure still does.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 6
+QUICK_WORKERS ?= 4
 
 .PHONY: demo test test-quick lint install lock engine vllm image-check
 
@@ -34,7 +36,7 @@ QUICK := tests/basics tests/handlers tests/units tests/store tests/architecture 
 	tests/doctor/test_doctor_sudo.py tests/doctor/test_doctor_image_check.py tests/bot/test_settings_logs.py tests/simhost/test_simhost_manager_contract.py \
 	tests/incidents/test_incidents_evidence_parse.py tests/bench/test_bench_sse.py
 test-quick: $(STAMP)
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) -p no:cacheprovider -m "not slow and not serial" \
+	$(VENV)/bin/pytest -q -n $(QUICK_WORKERS) -p no:cacheprovider -m "not slow and not serial" \
 		-k "not systemd-real and not postgresql" --deselect tests/diagnosis/test_incident_corpus.py $(QUICK)
 
 # The real llama.cpp engine (llama-server + SmolLM2) for `--engine llamacpp`: built once per machine into
