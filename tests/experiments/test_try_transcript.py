@@ -36,7 +36,11 @@ async def test_try_10_steps_posts_preview_progress_and_results(make_bot, systemd
     row = dict(zip(table.columns, table.rows[0], strict=True))
     accept_len, rate_c1 = speed(10)
     decode = float(row["decode tok/s/req"].split()[0].replace(",", ""))
-    assert abs(decode - rate_c1) / rate_c1 < 0.05, row
+    # the table carries the server's own decode rate per request, not a per-event or per-step figure (those read
+    # 3-4x off at this accept length). The simulated server paces decoding on its event loop and only ever falls
+    # behind its nominal rate, never ahead: on a loaded machine it really serves slower, so the band is one-sided
+    # (the client's accuracy against a server's own record is tests/bench's, in the serial phase)
+    assert 0.75 * rate_c1 < decode < 1.05 * rate_c1, (row, rate_c1)
     assert abs(float(row["accept len"]) - accept_len) < 0.3, row
 
     # the unit differs from the previous one only in the changed flags
