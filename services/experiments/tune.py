@@ -13,7 +13,8 @@ restarts only for the ones worth it:
   trial's preflight gate, with the host untouched;
 * a point that fails to start, or dies under the ramp or the benchmark, is recorded as failed and the last
   working configuration is put back before the next trial; when it ran out of GPU memory, every point at least as
-  demanding in every knob (`MEMORY_DIRECTION`) is refused without a restart: the crash marks its region;
+  demanding in every knob (the unit's engine's `Engine.memory_direction`) is refused without a restart: the crash
+  marks its region (a GPU OOM, or the host's OOM killer under the unit's `MemoryMax=`);
 * a point the sampler proposes again is answered from its measurement, without a restart;
 * the search stops when its restart budget is spent, when the grid is exhausted, or when `patience` restarts in
   a row found nothing measurably better than the best so far (the noise band of
@@ -35,13 +36,13 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import optuna
 
-from services.engines import apply_changes, engine_named, get_flag, knob_of
+from services.engines import DEFAULT_ENGINE, Engine, apply_changes, engine_flag, engine_named, parse_value
 from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInputError
 from services.experiments.forecast import Forecast
 from services.experiments.pipeline import Experiments
@@ -60,12 +61,7 @@ BUDGET_SHARE = 0.35  # the default restart budget, as a share of the grid
 MAX_DEFAULT_BUDGET = 40  # ... and at most this many restarts unless the person says more
 MAX_GRID = 4096
 DUPLICATE_ASKS = 40  # proposals of measured points answered in a row before a seeded pick of an unmeasured one
-# which way each knob raises the GPU memory a configuration needs (more draft tokens reserve more per request, a
-# larger static fraction leaves less headroom, more running requests or context need more): a configuration at
-# least as demanding as one that ran out of memory runs out too
-MEMORY_DIRECTION = {"--speculative-num-steps": 1, "--speculative-num-draft-tokens": 1, "--num-speculative-tokens": 1,
-                    "--mem-fraction-static": 1, "--gpu-memory-utilization": 1, "--max-running-requests": 1,
-                    "--max-num-seqs": 1, "--context-length": 1, "--max-model-len": 1}
+
 
 
 @dataclass(frozen=True)
@@ -196,8 +192,13 @@ class TuneSearch:
     with their measured value (0 for the ones with none), so it learns where not to go."""
 
     def __init__(self, knobs: tuple[TuneKnob, ...], goal: Goal, *, seed: int, budget: int, noise: RunNoise,
-                 patience: int | None = None, sampler: optuna.samplers.BaseSampler | None = None) -> None:
+                 patience: int | None = None, sampler: optuna.samplers.BaseSampler | None = None,
+                 memory_direction: Mapping[str, int] | None = None) -> None:
         self.knobs = knobs
+        # which way each knob raises the memory a configuration needs (the unit's engine's
+        # `Engine.memory_direction`; the default engine's when not given)
+        self.memory_direction = memory_direction if memory_direction is not None else \
+            DEFAULT_ENGINE.memory_direction
         self.goal = goal
         self.budget = budget
         self.noise = noise
@@ -267,7 +268,8 @@ class TuneSearch:
             self.order.append(point)
 
     def in_failed_region(self, changes: dict[str, str]) -> str | None:
-        """Why `changes` is ruled out by a memory failure already seen (no restart), or None. A knob whose memory
+        """Why `changes` is ruled out by a memory failure already seen (no restart), or None: it is at least as
+        demanding in every knob (`memory_direction`) as a point that ran out of memory. A knob whose memory
         direction is unknown must be equal to the failed point's."""
         for p in self.order:
             if not (p.status == FAILED and p.memory):
@@ -275,12 +277,12 @@ class TuneSearch:
             worse = True
             for k in self.knobs:
                 a, b = k.values.index(changes[k.flag]), k.values.index(p.changes[k.flag])
-                sign = MEMORY_DIRECTION.get(k.flag, 0)
+                sign = self.memory_direction.get(k.flag, 0)
                 if (sign == 0 and a != b) or sign * (a - b) < 0:
                     worse = False
                     break
             if worse:
-                return (f"needs at least the GPU memory of {changes_label(p.changes)}, which ran out of memory "
+                return (f"needs at least the memory of {changes_label(p.changes)}, which ran out of memory "
                         f"({p.why.split(';')[0][:120]}); no restart")
         return None
 
@@ -366,11 +368,38 @@ async def search_loop(search: TuneSearch, evaluate: Evaluate, gate: Gate,
 
 # ---- the job ---------------------------------------------------------------------------------------------
 
-MEMORY_CAUSES = ("kv_cache_oom", "cuda_oom_runtime", "cuda_graph_capture_oom")
+# ran out of memory: GPU memory at start, under load or while capturing graphs; host memory (the unit's MemoryMax=
+# or the machine's: the kernel's OOM killer ended it, as llama.cpp's KV cache on the CPU)
+MEMORY_CAUSES = ("kv_cache_oom", "cuda_oom_runtime", "cuda_graph_capture_oom", "host_oom_kill")
 
 
 def knobs_from_params(params: dict[str, Any]) -> tuple[TuneKnob, ...]:
     return tuple(TuneKnob(str(k["flag"]), tuple(str(v) for v in k["values"])) for k in params["knobs"])
+
+
+def unit_knobs(knobs: tuple[TuneKnob, ...], engine: Engine) -> tuple[TuneKnob, ...]:
+    """The knobs as the unit's engine names them (``steps`` stored as SGLang's ``--speculative-num-steps`` is
+    ``--num-speculative-tokens`` on a vLLM unit, ``--spec-draft-n-max`` on llama.cpp): the points, their labels,
+    the memory directions and the Apply button then speak the unit's own flags."""
+    return tuple(TuneKnob(engine_flag(k.flag, engine).name, k.values) for k in knobs)
+
+
+def start_values(argv: tuple[str, ...], knobs: tuple[TuneKnob, ...], engine: Engine) -> dict[str, str]:
+    """The knobs' values the unit runs now, read the engine's way (vLLM's spec tokens inside
+    ``--speculative-config``, llama.cpp's draft length of its ``--spec-type`` and its short ``-np``) and written as
+    the grid writes them (``0.90`` is the grid's ``0.9``)."""
+    values = engine.read_values(argv)
+    out: dict[str, str] = {}
+    for k in knobs:
+        v = values.get(k.flag)
+        fdef = engine.lookup_flag(k.flag)
+        if v is None or fdef is None:
+            continue
+        try:
+            out[k.flag] = parse_value(fdef, v)
+        except UserInputError:
+            out[k.flag] = v
+    return out
 
 
 def goal_from_params(params: dict[str, Any]) -> Goal:
@@ -408,17 +437,17 @@ def failed_point(changes: dict[str, str], e: DeployFailed | BenchmarkError) -> P
 async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, Any]]:
     """The tune job: benchmark the start, search (`search_loop`), put the start back, answer with the best."""
     params = ctx.job.params
-    knobs = knobs_from_params(params)
     goal = goal_from_params(params)
-    budget = int(params.get("budget") or default_budget(knobs))
     host = ctx.job.host
     levels = (goal.concurrency,)
     ops = exp.ops(host)
     start = await exp.observe_live(ctx)
-    engine = unit_engine(start.text)
+    engine = engine_named(unit_engine(start.text))
+    knobs = unit_knobs(knobs_from_params(params), engine)
+    budget = int(params.get("budget") or default_budget(knobs))
     start_argv = read_exec_start(start.text).argv
-    shorts = {k.flag: flag_label(k.flag, engine) for k in knobs}
-    start_changes = {k.flag: v for k in knobs if (v := get_flag(start_argv, _engine_flag(k.flag, engine)))}
+    shorts = {k.flag: flag_label(k.flag, engine.name) for k in knobs}
+    start_changes = start_values(start_argv, knobs, engine)
     left_down = 0
 
     await exp.progress(ctx, "benchmarking the starting configuration", f"C={goal.concurrency}")
@@ -426,7 +455,8 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
                            start=True)
     repeats = await exp.results.repeats(host, next((r.model for r in await exp.results.for_job(ctx.job.id)), ""))
     noise = measure_noise(repeats, goal.concurrency)
-    search = TuneSearch(knobs, goal, seed=int(params.get("seed", ctx.job.id)), budget=budget, noise=noise)
+    search = TuneSearch(knobs, goal, seed=int(params.get("seed", ctx.job.id)), budget=budget, noise=noise,
+                        memory_direction=engine.memory_direction)
     search.seed_point(start_point)
     known = [Point.from_json(d) for d in params.get("known") or []]
     for point in known:  # a resumed tune: what the earlier job measured, without restarting for it again
@@ -492,7 +522,3 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
                f"tune {goal.describe()}: no configuration met the goal in {search.restarts} restarts")
     return summary, result
 
-
-def _engine_flag(flag: str, engine: str) -> str:
-    knob = knob_of(flag)
-    return knob.flag(engine_named(engine)) if knob else flag
