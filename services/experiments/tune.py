@@ -44,7 +44,7 @@ import optuna
 
 from services.engines import DEFAULT_ENGINE, Engine, apply_changes, engine_flag, engine_named, parse_value
 from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInputError
-from services.experiments.forecast import Forecast
+from services.experiments.forecast import Forecast, config_point
 from services.experiments.pipeline import Experiments
 from services.experiments.plans import TrialOutcome
 from services.experiments.verdicts import BETTER, RunNoise, compare_samples, measure_noise
@@ -163,11 +163,20 @@ def goal_status(goal: Goal, throughput: float | None, ttft_p95_ms: float | None)
     return OK
 
 
-def forecast_refusal(fc: Forecast | None, goal: Goal, changes: dict[str, str]) -> str | None:
-    """Why the capacity forecast rules `changes` out before a restart, or None. Only a forecast fitted within the
-    recorded points (not extrapolated, no caveats) counts: below the goal's concurrency requests queue, and a
-    queued request waits a whole request for its first token, so a TTFT limit cannot hold."""
-    if fc is None or goal.ttft_p95_ms is None or fc.extrapolated or fc.notes or fc.bound:
+def forecast_refusal(fc: Forecast | None, goal: Goal, changes: dict[str, str], *,
+                     slots: int | None = None) -> str | None:
+    """Why the configuration is ruled out before a restart, or None. With a TTFT limit, fewer running-request slots
+    than the goal's concurrency make requests queue, and a queued request waits a whole request for its first
+    token, so the limit cannot hold. The slots are the configuration's own cap when it sets one (``slots``: the
+    engine's `ForecastKnobs.explicit_max_running`, SGLang's --max-running-requests, vLLM's --max-num-seqs, llama.cpp's
+    --parallel: a setting, not a forecast), else the capacity forecast's — only one fitted within the recorded points
+    (not extrapolated, no caveats) counts."""
+    if goal.ttft_p95_ms is None:
+        return None
+    if slots is not None and 0 < slots < goal.concurrency:
+        return (f"runs at most {slots} requests at once < C={goal.concurrency}; requests would queue and TTFT p95 "
+                f"could not stay under {goal.ttft_p95_ms:g} ms (no restart)")
+    if fc is None or fc.extrapolated or fc.notes or fc.bound:
         return None
     if fc.max_running is not None and fc.max_running < goal.concurrency:
         return (f"forecast: max running requests ~{fc.max_running} < C={goal.concurrency}; requests would queue "
@@ -468,7 +477,8 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
             argv = apply_changes(start_argv, changes).new_argv
         except UserInputError as e:
             return f"refused by pitcrew's flag schema: {e.message}"
-        return forecast_refusal(await exp.forecast_for(host, argv), goal, changes)
+        return forecast_refusal(await exp.forecast_for(host, argv), goal, changes,
+                                slots=config_point(argv).explicit_max_running)
 
     async def evaluate(changes: dict[str, str]) -> Point:
         nonlocal left_down
