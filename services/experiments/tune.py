@@ -462,6 +462,10 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
     await exp.progress(ctx, "benchmarking the starting configuration", f"C={goal.concurrency}")
     start_point = point_of(start_changes, await exp.trial(ctx, start, {}, levels), goal, restarted=False,
                            start=True)
+    if start_point.kv_tokens is None:  # benchmarked without a restart: its capacity is in its start's journal
+        cap = await ops.running_capacity(engine.name)
+        if cap is not None:
+            start_point.kv_tokens, start_point.max_running = cap.max_total_num_tokens, cap.max_running_requests
     repeats = await exp.results.repeats(host, next((r.model for r in await exp.results.for_job(ctx.job.id)), ""))
     noise = measure_noise(repeats, goal.concurrency)
     search = TuneSearch(knobs, goal, seed=int(params.get("seed", ctx.job.id)), budget=budget, noise=noise,

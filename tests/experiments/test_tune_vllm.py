@@ -1,7 +1,8 @@
 """A tune on the simulated vLLM host, end to end: the chat words mean vLLM's flags (spec tokens inside
 `--speculative-config`, `mem` = `--gpu-memory-utilization`), the start is read from the unit's own flags (the JSON
 and `0.90`), labels speak vLLM's words, a CUDA OOM under the ramp marks its memory region through vLLM's memory
-directions, and the host ends on its starting configuration and serves."""
+directions, and the host ends on its starting configuration and serves. The start, benchmarked without a restart, has the
+capacity its running server logged when it started."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ async def test_a_vllm_tune_finds_the_best_rolls_back_an_oom_and_ends_on_the_star
     # requests of 3 draft tokens: CUDA OOM under the ramp
     start = by_label["spec tokens 3 · mem 0.9"]  # the unit's `"num_speculative_tokens": 3` and `0.90`
     assert start["start"] and not start["restarted"], r["points"]
+    assert start["kv_tokens"] and start["kv_tokens"] > 100_000, start  # read from the running server's start lines
     assert r["best"]["label"] == "spec tokens 4 · mem 0.9", r["points"]
     assert r["restarts"] <= 6 and r["left_down"] == 0
     assert len(by_label) == 6 and r["stopped"] == "every configuration of the grid was evaluated"
