@@ -1,8 +1,8 @@
 """A tune on the simulated vLLM host, end to end: the chat words mean vLLM's flags (spec tokens inside
 `--speculative-config`, `mem` = `--gpu-memory-utilization`), the start is read from the unit's own flags (the JSON
 and `0.90`), labels speak vLLM's words, a CUDA OOM under the ramp marks its memory region through vLLM's memory
-directions, and the host ends on its starting configuration and serves. The start, benchmarked without a restart, has the
-capacity its running server logged when it started."""
+directions, and the host ends on its starting configuration and serves. The start, benchmarked without a restart,
+has the capacity its running server logged when it started."""
 
 from __future__ import annotations
 
