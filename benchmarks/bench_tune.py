@@ -27,7 +27,9 @@ SQLite and a SimHost over SSH at time scale 0.01, the `healthy` scenario: steps 
 0.84,0.90 for throughput at 16 with TTFT p95 under 250 ms, whose grid holds a configuration that dies of CUDA OOM
 under the ramp. `left_down` is the number of trials after which the job found the unit not active (it reads
 `systemctl show` after every trial, then puts the start back), plus 1 if after the job the unit file is not the
-starting one or the server does not answer a completion. `--no-job` skips it.
+starting one or the server does not answer a completion. `--no-job` skips it; `--job-engine vllm` runs it on the
+simulated vLLM host instead (`tune spec tokens 2..4, mem 0.9,0.95 ...`: spec tokens 4 at 0.95 of the GPU dies of
+CUDA OOM under the ramp).
 
     .venv/bin/python benchmarks/bench_tune.py [--runs 10] [--no-job] [--chart docs/img/tune-example.png]
 
@@ -192,9 +194,12 @@ def one_grid(seed: int, opt_thr: float) -> dict[str, Any]:
 
 JOB_BENCH = {"concurrency": [16], "requests_per_level": 32, "warmup": 1, "input_len": 32, "output_len": 96}
 JOB_TUNE = "tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms in 6 restarts"
+# the simulated vLLM host (`--job-engine vllm`): spec tokens in its --speculative-config, mem = gpu-memory-utilization
+JOB_TUNES = {"sglang": JOB_TUNE,
+             "vllm": "tune spec tokens 2..4, mem 0.9,0.95 for throughput at 16 with ttft p95 under 250ms in 6 restarts"}
 
 
-async def run_job(chart: str | None = None) -> dict[str, Any]:
+async def run_job(chart: str | None = None, engine: str = "sglang") -> dict[str, Any]:
     """One full tune job on a simulated host (see the module docstring)."""
     import tempfile
     from contextlib import AsyncExitStack
@@ -210,14 +215,15 @@ async def run_job(chart: str | None = None) -> dict[str, Any]:
     scale = 0.01
     with tempfile.TemporaryDirectory() as tmp:
         async with AsyncExitStack() as stack:
-            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", scenario="healthy", time_scale=scale))
+            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", scenario="healthy", time_scale=scale,
+                                                          engine=engine))
             core = await build_core(settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db", bench=JOB_BENCH),
                                     stack, transport="bench", time_scale=scale, watch_journals=False,
                                     start_scheduler=False)
             await sim.wait_ready(60)
             before = Path(sim.unit_path).read_text()
             t0 = time.monotonic()
-            job_id = job_id_of(await RelBot(core, sim).say(JOB_TUNE))
+            job_id = job_id_of(await RelBot(core, sim).say(JOB_TUNES[engine]))
             while (job := await core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
             wall = time.monotonic() - t0
@@ -357,6 +363,8 @@ async def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--no-job", action="store_true")
     ap.add_argument("--chart", help="write the tune job's Pareto chart (PNG) here")
+    ap.add_argument("--job-engine", choices=sorted(JOB_TUNES), default="sglang",
+                    help="the simulated engine of the one full job")
     ap.add_argument("--llamacpp", action="store_true", help="the acceptance check on the real llama.cpp engine")
     ap.add_argument("--concurrency", type=int, default=4, help="--llamacpp: the goal's concurrency")
     ap.add_argument("--requests", type=int, default=16, help="--llamacpp: requests per benchmark")
@@ -378,7 +386,7 @@ async def main() -> None:
               f"refused before a restart), best {t['best']}, within noise {t['within_noise']}; {t['stopped']}")
     for g in grids:
         print(f"grid seed {g['seed']}: {g['restarts']} restarts, best {g['best']}, within noise {g['within_noise']}")
-    job = None if args.no_job else await run_job(args.chart)
+    job = None if args.no_job else await run_job(args.chart, args.job_engine)
     if job is not None:
         print(f"tune job on the simulated host: {job}")
     restarts = statistics.fmean(t["restarts"] for t in tunes)
