@@ -63,7 +63,6 @@ MAX_GRID = 4096
 DUPLICATE_ASKS = 40  # proposals of measured points answered in a row before a seeded pick of an unmeasured one
 
 
-
 @dataclass(frozen=True)
 class TuneKnob:
     """One flag to tune and the values to choose from (in order: the sampler treats them as ordinal)."""
@@ -535,4 +534,3 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
                f"{grid_size(knobs)} in the grid" if best else
                f"tune {goal.describe()}: no configuration met the goal in {search.restarts} restarts")
     return summary, result
-
