@@ -45,7 +45,9 @@ real bot core (router, job runner, SQLite) over SSH:
    `--repeats` times on it;
 4. consistent when the follow-up's median throughput at C is within the noise band (the verdicts' band for two
    runs, with the noise measured from every repeat at the end) of the tune's figure for the best, and its verdict
-   against the start (the pre-tune benches and the tune's own start measurement, their median) is the tune's.
+   against the start (the pre-tune benches and the tune's own start measurement, their median: the job's own
+   baseline) is the tune's, both judged with that same noise (`tune_outcome`, `follow_up_outcome`; the job's own
+   words, with the noise it knew then, are `tune_job_outcome`).
 
     .venv/bin/python benchmarks/bench_tune.py --llamacpp [--concurrency 4] [--requests 16] [--repeats 3]
 """
@@ -257,7 +259,7 @@ async def run_llamacpp(concurrency: int, requests: int, repeats: int, chart: str
     from rel_kit import RelBot, job_id_of, settings_for
 
     from bot.app import build_core
-    from services.experiments.verdicts import compare_samples
+    from services.experiments.verdicts import BETTER, NOISY, SAME, WORSE, compare_samples
     from simhost.host import SimHost
 
     bench = {"concurrency": [concurrency], "requests_per_level": requests, "warmup": 1, "input_len": 64,
@@ -341,14 +343,16 @@ async def run_llamacpp(concurrency: int, requests: int, repeats: int, chart: str
                 start_med = statistics.median(start_figs)
                 same = compare_samples((), (), new_median=follow_med, old_median=float(best["throughput"]),
                                        noise=noise, concurrency=c)
-                tune_cmp = compare_samples((), (), new_median=float(best["throughput"]),
-                                           old_median=float(res["start"]["throughput"]), noise=noise, concurrency=c)
+                tune_cmp = compare_samples((), (), new_median=float(best["throughput"]), old_median=start_med,
+                                           noise=noise, concurrency=c)
                 follow_cmp = compare_samples((), (), new_median=follow_med, old_median=start_med, noise=noise,
                                              concurrency=c)
                 assert same is not None and tune_cmp is not None and follow_cmp is not None
                 out.update(follow_up_median=round(follow_med, 1), start_median=round(start_med, 1),
                            follow_vs_tune_pct=round(same.change_pct, 1), band_pct=round(same.band_pct, 1),
                            within_band=abs(same.change_pct) <= same.band_pct,
+                           tune_job_outcome=next((o for o in (BETTER, WORSE, SAME, NOISY)
+                                                  if o in str(res.get("verdict"))), None),
                            tune_outcome=tune_cmp.outcome, follow_up_outcome=follow_cmp.outcome,
                            follow_up_verdict=follow_cmp.text(),
                            consistent=abs(same.change_pct) <= same.band_pct

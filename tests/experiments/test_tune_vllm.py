@@ -2,7 +2,8 @@
 `--speculative-config`, `mem` = `--gpu-memory-utilization`), the start is read from the unit's own flags (the JSON
 and `0.90`), labels speak vLLM's words, a CUDA OOM under the ramp marks its memory region through vLLM's memory
 directions, and the host ends on its starting configuration and serves. The start, benchmarked without a restart,
-has the capacity its running server logged when it started."""
+has the capacity its running server logged when it started; the verdict's baseline is the median of the start's runs
+on the host."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ async def test_the_vllm_tune_preview_names_vllms_knobs(make_bot) -> None:
 async def test_a_vllm_tune_finds_the_best_rolls_back_an_oom_and_ends_on_the_start(make_bot) -> None:
     bot = await make_bot("healthy", engine="vllm", bench=BENCH)
     before = bot.unit_text()
+    bench = await bot.wait_job(_job_id((await bot.say("bench c=16")).text), timeout=120)  # a run of the start
+    assert bench.state == "succeeded", bench.summary
     job = await bot.wait_job(_job_id((await bot.say(TUNE)).text), timeout=400)
     assert job.state == "succeeded", job.summary
     r = job.result
@@ -56,6 +59,8 @@ async def test_a_vllm_tune_finds_the_best_rolls_back_an_oom_and_ends_on_the_star
     assert all("mem 0.95" in p["label"] and "ran out of memory" in p["why"] for p in refused), r["points"]
     assert len(failed) + len(refused) == 3
     assert re.match(r"[+−]\d+ % \(±\d+ %\) — ", r["verdict"]), r["verdict"]
+    # the verdict's baseline is the start's median over its runs on the host: the bench before and the tune's own
+    assert r["baseline"]["runs"] == 2 and "over the start (the median of its 2 runs on this host)" in r["verdict"]
     assert bot.unit_text() == before
     async with httpx.AsyncClient(timeout=10) as client:
         ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
