@@ -6,7 +6,8 @@ grid of the listed values; a grid tries every point, `tune` asks Optuna's TPE sa
 with a constraint per trial so infeasible points rank below every feasible one) for the next point and
 restarts only for the ones worth it:
 
-* the starting configuration is benchmarked without a restart and is the first point the sampler learns;
+* the starting configuration is benchmarked without a restart and is the first point the sampler learns; the
+  verdict compares the best with the median of every run of the start on the host (`start_baseline`);
 * a point the capacity forecast (`services.experiments.forecast`, fitted on this host's recorded starts,
   including the tune's own) says cannot run the goal's concurrency without queueing — so its TTFT cannot meet
   the limit — is refused before any restart (`forecast_refusal`); the engine's own parser refuses others in the
