@@ -27,9 +27,29 @@ SQLite and a SimHost over SSH at time scale 0.01, the `healthy` scenario: steps 
 0.84,0.90 for throughput at 16 with TTFT p95 under 250 ms, whose grid holds a configuration that dies of CUDA OOM
 under the ramp. `left_down` is the number of trials after which the job found the unit not active (it reads
 `systemctl show` after every trial, then puts the start back), plus 1 if after the job the unit file is not the
-starting one or the server does not answer a completion. `--no-job` skips it.
+starting one or the server does not answer a completion. `--no-job` skips it; `--job-engine vllm` runs it on the
+simulated vLLM host instead (`tune spec tokens 2..4, mem 0.9,0.95 ...`: spec tokens 4 at 0.95 of the GPU dies of
+CUDA OOM under the ramp).
 
     .venv/bin/python benchmarks/bench_tune.py [--runs 10] [--no-job] [--chart docs/img/tune-example.png]
+
+**`--llamacpp`: the acceptance check on the real llama.cpp engine** (needs `make engine`). A SimHost whose unit is
+the real `llama-server` (SmolLM2-135M on the CPU, scenario `healthy`: ngram-simple draft length 3, `-np 2`), the
+real bot core (router, job runner, SQLite) over SSH:
+
+1. `bench` the start `--repeats` times at the goal's concurrency, so the tune's verdict uses this host's measured
+   run-to-run noise instead of the assumed ±1.5 %;
+2. `tune draft tokens 1..6, max running 1..4 for throughput at C` (the default budget: 35 % of the 24
+   configurations), to its end: best, verdict, chart; the unit must end on the start;
+3. the follow-up: the tune's *Apply* command (a normal `try` of the best, benchmarked at C), then `bench c=C`
+   `--repeats` times on it;
+4. consistent when the follow-up's median throughput at C is within the noise band (the verdicts' band for two
+   runs, with the noise measured from every repeat at the end) of the tune's figure for the best, and its verdict
+   against the start (the pre-tune benches and the tune's own start measurement, their median: the job's own
+   baseline) is the tune's, both judged with that same noise (`tune_outcome`, `follow_up_outcome`; the job's own
+   words, with the noise it knew then, are `tune_job_outcome`).
+
+    .venv/bin/python benchmarks/bench_tune.py --llamacpp [--concurrency 4] [--requests 16] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -176,9 +196,12 @@ def one_grid(seed: int, opt_thr: float) -> dict[str, Any]:
 
 JOB_BENCH = {"concurrency": [16], "requests_per_level": 32, "warmup": 1, "input_len": 32, "output_len": 96}
 JOB_TUNE = "tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms in 6 restarts"
+# the simulated vLLM host (`--job-engine vllm`): spec tokens in its --speculative-config, mem = gpu-memory-utilization
+JOB_TUNES = {"sglang": JOB_TUNE,
+             "vllm": "tune spec tokens 2..4, mem 0.9,0.95 for throughput at 16 with ttft p95 under 250ms in 6 restarts"}
 
 
-async def run_job(chart: str | None = None) -> dict[str, Any]:
+async def run_job(chart: str | None = None, engine: str = "sglang") -> dict[str, Any]:
     """One full tune job on a simulated host (see the module docstring)."""
     import tempfile
     from contextlib import AsyncExitStack
@@ -194,14 +217,15 @@ async def run_job(chart: str | None = None) -> dict[str, Any]:
     scale = 0.01
     with tempfile.TemporaryDirectory() as tmp:
         async with AsyncExitStack() as stack:
-            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", scenario="healthy", time_scale=scale))
+            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", scenario="healthy", time_scale=scale,
+                                                          engine=engine))
             core = await build_core(settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db", bench=JOB_BENCH),
                                     stack, transport="bench", time_scale=scale, watch_journals=False,
                                     start_scheduler=False)
             await sim.wait_ready(60)
             before = Path(sim.unit_path).read_text()
             t0 = time.monotonic()
-            job_id = job_id_of(await RelBot(core, sim).say(JOB_TUNE))
+            job_id = job_id_of(await RelBot(core, sim).say(JOB_TUNES[engine]))
             while (job := await core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
             wall = time.monotonic() - t0
@@ -224,12 +248,135 @@ async def run_job(chart: str | None = None) -> dict[str, Any]:
                     "left_down": int(res.get("left_down") or 0) + (0 if restored else 1), "restored": restored}
 
 
+async def run_llamacpp(concurrency: int, requests: int, repeats: int, chart: str | None) -> dict[str, Any]:
+    """The acceptance check on the real llama.cpp engine (see the module docstring)."""
+    import tempfile
+    from contextlib import AsyncExitStack
+
+    import httpx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reliability"))
+    from rel_kit import RelBot, job_id_of, settings_for
+
+    from bot.app import build_core
+    from services.experiments.verdicts import BETTER, NOISY, SAME, WORSE, compare_samples
+    from simhost.host import SimHost
+
+    bench = {"concurrency": [concurrency], "requests_per_level": requests, "warmup": 1, "input_len": 64,
+             "output_len": 64}
+    scale = 0.01
+    c = concurrency
+    with tempfile.TemporaryDirectory() as tmp:
+        async with AsyncExitStack() as stack:
+            sim = await stack.enter_async_context(SimHost(Path(tmp) / "sim", scenario="healthy", time_scale=scale,
+                                                          engine="llamacpp"))
+            core = await build_core(settings_for(sim.info, f"sqlite+aiosqlite:///{tmp}/bot.db", bench=bench),
+                                    stack, transport="bench", time_scale=scale, watch_journals=False,
+                                    start_scheduler=False)
+            await sim.wait_ready(60)
+            bot = RelBot(core, sim)
+            host = sim.info["name"]
+            before = Path(sim.unit_path).read_text()
+
+            async def run(text: str) -> Any:
+                job_id = job_id_of(await bot.say(text))
+                while (job := await core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
+                    await asyncio.sleep(0.2)
+                return job
+
+            async def throughput(job: Any) -> float | None:
+                runs = await core.results.for_job(job.id)
+                lv = runs[-1].level(c) if runs else None
+                return lv.output_tok_s if lv is not None else None
+
+            t0 = time.monotonic()
+            start_benches = []
+            for _ in range(repeats):
+                job = await run(f"bench c={c}")
+                start_benches.append(await throughput(job))
+                print(f"start bench: {start_benches[-1]} tok/s at C={c}", flush=True)
+            tune = await run(f"tune draft tokens 1..6, max running 1..4 for throughput at {c}")
+            tune_wall = time.monotonic() - t0
+            res = tune.result or {}
+            for p in res.get("points") or []:
+                print(f"  {p['label']:<34} {p['status']:<8} {p.get('throughput') or 0:7.1f} tok/s  TTFT p95 "
+                      f"{p.get('ttft_p95_ms') or 0:7.0f} ms  {'start' if p.get('start') else ''}"
+                      f"{(p.get('why') or '')[:80]}", flush=True)
+            print(f"tune job {tune.id}: {tune.state}; {tune.summary}", flush=True)
+            if chart and res:
+                from handlers import charts
+
+                png = await charts.tune_png(res)
+                if png:
+                    Path(chart).write_bytes(png)
+            async with httpx.AsyncClient(timeout=30) as client:
+                r = await client.post(f"{sim.info['server_url']}/v1/completions",
+                                      json={"model": "x", "prompt": "hi", "max_tokens": 4})
+            restored = Path(sim.unit_path).read_text() == before and r.status_code == 200
+            best = res.get("best") or {}
+            follow: list[float | None] = []
+            if best and not best.get("start"):
+                from handlers.commands import Try
+                from handlers.grammar_render import render_try
+
+                applied = await run(render_try(Try(changes=tuple((best.get("changes") or {}).items()), host=host)))
+                follow.append(await throughput(applied))
+                print(f"apply ({applied.state}): {follow[-1]} tok/s at C={c}; {applied.summary}", flush=True)
+            for _ in range(repeats if best else 0):
+                job = await run(f"bench c={c}")
+                follow.append(await throughput(job))
+                print(f"follow-up bench: {follow[-1]} tok/s at C={c}", flush=True)
+            model = next((x.model for x in await core.results.for_job(tune.id)), "")
+            noise = measure_noise(await core.results.repeats(host, model), c)
+            start_figs = [x for x in [*start_benches, (res.get("start") or {}).get("throughput")] if x]
+            follow_figs = [x for x in follow if x]
+            out: dict[str, Any] = {
+                "engine": "llamacpp", "concurrency": c, "requests": requests, "tune_state": tune.state,
+                "tune_wall_s": round(tune_wall, 1), "restarts": res.get("restarts"), "grid": res.get("grid"),
+                "left_down": int(res.get("left_down") or 0) + (0 if restored else 1),
+                "tune_noise_pct": res.get("noise_pct"), "best": best.get("label"),
+                "best_tok_s": best.get("throughput"), "start_tok_s": (res.get("start") or {}).get("throughput"),
+                "tune_verdict": res.get("verdict"), "start_benches": start_benches, "follow_up": follow,
+                "noise_pct_end": round(noise.sd_pct, 2), "noise_source": noise.source}
+            if best.get("throughput") and follow_figs and start_figs:
+                follow_med = statistics.median(follow_figs)
+                start_med = statistics.median(start_figs)
+                same = compare_samples((), (), new_median=follow_med, old_median=float(best["throughput"]),
+                                       noise=noise, concurrency=c)
+                tune_cmp = compare_samples((), (), new_median=float(best["throughput"]), old_median=start_med,
+                                           noise=noise, concurrency=c)
+                follow_cmp = compare_samples((), (), new_median=follow_med, old_median=start_med, noise=noise,
+                                             concurrency=c)
+                assert same is not None and tune_cmp is not None and follow_cmp is not None
+                out.update(follow_up_median=round(follow_med, 1), start_median=round(start_med, 1),
+                           follow_vs_tune_pct=round(same.change_pct, 1), band_pct=round(same.band_pct, 1),
+                           within_band=abs(same.change_pct) <= same.band_pct,
+                           tune_job_outcome=next((o for o in (BETTER, WORSE, SAME, NOISY)
+                                                  if o in str(res.get("verdict"))), None),
+                           tune_outcome=tune_cmp.outcome, follow_up_outcome=follow_cmp.outcome,
+                           follow_up_verdict=follow_cmp.text(),
+                           consistent=abs(same.change_pct) <= same.band_pct
+                           and tune_cmp.outcome == follow_cmp.outcome)
+            elif best.get("start"):
+                out.update(consistent=None, note="the tune kept the start: nothing to apply")
+            return out
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--no-job", action="store_true")
     ap.add_argument("--chart", help="write the tune job's Pareto chart (PNG) here")
+    ap.add_argument("--job-engine", choices=sorted(JOB_TUNES), default="sglang",
+                    help="the simulated engine of the one full job")
+    ap.add_argument("--llamacpp", action="store_true", help="the acceptance check on the real llama.cpp engine")
+    ap.add_argument("--concurrency", type=int, default=4, help="--llamacpp: the goal's concurrency")
+    ap.add_argument("--requests", type=int, default=16, help="--llamacpp: requests per benchmark")
+    ap.add_argument("--repeats", type=int, default=3, help="--llamacpp: benches of the start and of the best")
     args = ap.parse_args()
+    if args.llamacpp:
+        print(json.dumps(await run_llamacpp(args.concurrency, args.requests, args.repeats, args.chart)))
+        return
     opt, opt_thr = true_optimum()
     grid_n = grid_size(KNOBS)
     print(f"space: steps 1..8 x mem 0.80..0.94 ({grid_n} configurations); goal {GOAL.describe()}; "
@@ -243,7 +390,7 @@ async def main() -> None:
               f"refused before a restart), best {t['best']}, within noise {t['within_noise']}; {t['stopped']}")
     for g in grids:
         print(f"grid seed {g['seed']}: {g['restarts']} restarts, best {g['best']}, within noise {g['within_noise']}")
-    job = None if args.no_job else await run_job(args.chart)
+    job = None if args.no_job else await run_job(args.chart, args.job_engine)
     if job is not None:
         print(f"tune job on the simulated host: {job}")
     restarts = statistics.fmean(t["restarts"] for t in tunes)

@@ -36,6 +36,7 @@ from handlers.spec import command
 from services.engines import lookup_flag, parse_value, resolve_flag
 from services.errors import Conflict, UserInputError
 from services.experiments import TuneKnob, default_budget, grid_size, label_for
+from services.units import flag_label
 
 __all__ = ["do_again", "do_bench", "do_kill_stale", "do_rollback", "do_sweep", "do_try", "do_tune"]
 
@@ -168,6 +169,7 @@ async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     # then at its last): a flag or value the engine refuses stops the tune here, before any job
     corners = [{f: v[0] for f, v in cmd.knobs}, {f: v[-1] for f, v in cmd.knobs}]
     checks: list[str] = []
+    engine = ""  # the unit's engine, as the preview read it: the knobs are named in its words
     for corner in corners:
         preview = await ctx.domain.experiments.preview(host, corner, levels=(cmd.concurrency,), host_busy=host_busy)
         if preview.refused:
@@ -175,9 +177,10 @@ async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
             return views.preflight_reply(host, what, preview.diff, preview.checks, refused=True, dry_run=False)
         checks.extend(c for c in preview.checks if c not in checks and not c.lstrip().startswith(("✓ forecast",
                                                                                                    "⚠ forecast")))
+        engine = engine or preview.engine
     steps = await ctx.domain.jobs.step_seconds(host, TRIAL_STEPS)
     trial_s = sum(steps.values()) if set(steps) >= {"stop", "start", "benchmark"} else None
-    shorts = ", ".join(f"{_short(f)} {_values_text(v)}" for f, v in cmd.knobs)
+    shorts = ", ".join(f"{_short(f, engine)} {_values_text(v)}" for f, v in cmd.knobs)
     limit = f" with TTFT p95 under {cmd.ttft_p95_ms:g} ms" if cmd.ttft_p95_ms is not None else ""
     notes = [f"knobs: {shorts} ({grid} configurations in the grid)",
              f"goal: the highest output throughput at C={cmd.concurrency}{limit}",
@@ -203,7 +206,10 @@ async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     return reply
 
 
-def _short(flag: str) -> str:
+def _short(flag: str, engine: str) -> str:
+    """How the unit's engine names ``flag`` (``steps`` is ``spec tokens`` on vLLM, ``draft tokens`` on llama.cpp)."""
+    if engine:
+        return flag_label(flag, engine)
     fdef = lookup_flag(flag)
     return fdef.short if fdef else flag
 

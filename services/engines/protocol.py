@@ -126,6 +126,10 @@ class Engine(Protocol):
     knob_labels: Mapping[str, str]  # knob word -> how labels name it here ("steps" / "spec tokens")
     knob_absent: Mapping[str, str]  # knob word this engine has no flag for -> why (llama.cpp's "mem")
     deprecated_flags: Mapping[str, str]  # flag -> what the engine's own help says instead
+    # this engine's flags whose larger value makes a configuration need more memory (at start or under load): 1;
+    # a smaller value: -1; a flag not listed has no known direction. `tune` rules out, without a restart, every
+    # configuration at least as demanding in each of its knobs as one that ran out of memory.
+    memory_direction: Mapping[str, int]
 
     def lookup_flag(self, word: str) -> FlagDef | None: ...
 

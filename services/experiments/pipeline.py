@@ -296,9 +296,12 @@ class Experiments(Previews):
         """Benchmark the live server; returns the stored run and the level it crashed at, if any."""
         host = ctx.job.host
         b = self.bench_defaults
+        # prompts of their own for each run (the job and how far it got): a server's prompt cache keeps what an
+        # earlier run of the same prompts computed (llama-server's slots and its RAM cache), so a second identical
+        # run skips the prefill the first paid for and reads faster than a run right after a restart
         spec = BenchSpec(url=ops.spec.server_url, concurrency=levels, requests_per_level=b.requests_per_level,
                          warmup=b.warmup, input_len=b.input_len, output_len=b.output_len,
-                         timeout_s=min(b.max_duration_s, 600.0))
+                         timeout_s=min(b.max_duration_s, 600.0), seed=ctx.job.id * 1000 + len(ctx.steps_done))
         cancel = asyncio.Event()
         before_state = await ops.state()
 

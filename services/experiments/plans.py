@@ -58,11 +58,12 @@ class Preview:
     checks: tuple[str, ...] = ()  # preflight lines (✓ / ⚠ / ✗)
     refused: bool = False  # a ✗: the configuration cannot start; nothing may be changed
     forecast: dict[str, Any] | None = None
+    engine: str = ""  # the unit's engine (its stored name: "sglang", "vllm", "llamacpp"), "" when not read
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "unit_path": self.unit_path, "diff": list(self.diff),
                 "notes": list(self.notes), "changed": self.changed, "checks": list(self.checks),
-                "refused": self.refused, "forecast": self.forecast}
+                "refused": self.refused, "forecast": self.forecast, "engine": self.engine}
 
 
 @dataclass

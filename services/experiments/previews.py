@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from services.diagnosis import Diagnosis, SideEvidence, diagnose, gather_side_evidence
-from services.engines import apply_changes, format_change, get_flag
+from services.engines import apply_changes, engine_for, format_change, get_flag
 from services.errors import DeployFailed, PitcrewError, UnitError, UserInputError
 from services.experiments.forecast import CapacityPoint, Forecast, config_point, forecast
 from services.experiments.host_checks import check_host
@@ -79,6 +79,7 @@ class Previews:
         ops = self.ops(host)
         text = await ops.read_unit()
         argv = read_exec_start(text).argv
+        engine = engine_for(argv).name
         try:
             plan = apply_changes(argv, changes)
         except UserInputError:
@@ -87,11 +88,12 @@ class Previews:
                                        wait_s=PREVIEW_FLAG_WAIT_S)
             if any(c.status == FAIL for c in checks):
                 diff = tuple(f"{k} {get_flag(argv, k) or '(unset)'} -> {v}" for k, v in changes.items())
-                return Preview(host, ops.unit_path, diff, (), True, tuple(c.line() for c in checks), refused=True)
+                return Preview(host, ops.unit_path, diff, (), True, tuple(c.line() for c in checks), refused=True,
+                               engine=engine)
             raise
         diff = tuple(format_change(c) for c in plan.diff)
         if not plan.changed:
-            return Preview(host, ops.unit_path, diff, plan.notes, False)
+            return Preview(host, ops.unit_path, diff, plan.notes, False, engine=engine)
         report, drift = await asyncio.gather(
             self.preflight(ops, text, plan.new_argv, levels or self.bench_defaults.concurrency),
             self.drift_check(ops, text))
@@ -101,7 +103,7 @@ class Previews:
             report.checks = [c.softened("another job on this host is running or queued; checked again when this "
                                         "job starts") for c in report.checks]
         return Preview(host, ops.unit_path, diff, plan.notes, plan.changed, report.lines(), report.refused,
-                       report.forecast)
+                       report.forecast, engine=engine)
 
     async def drift_check(self, ops: UnitOps, text: str) -> Check | None:
         """A warning when the live unit file was changed outside pitcrew (no revision it wrote or saw; against the

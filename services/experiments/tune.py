@@ -6,14 +6,16 @@ grid of the listed values; a grid tries every point, `tune` asks Optuna's TPE sa
 with a constraint per trial so infeasible points rank below every feasible one) for the next point and
 restarts only for the ones worth it:
 
-* the starting configuration is benchmarked without a restart and is the first point the sampler learns;
+* the starting configuration is benchmarked without a restart and is the first point the sampler learns; the
+  verdict compares the best with the median of every run of the start on the host (`start_baseline`);
 * a point the capacity forecast (`services.experiments.forecast`, fitted on this host's recorded starts,
   including the tune's own) says cannot run the goal's concurrency without queueing — so its TTFT cannot meet
   the limit — is refused before any restart (`forecast_refusal`); the engine's own parser refuses others in the
   trial's preflight gate, with the host untouched;
 * a point that fails to start, or dies under the ramp or the benchmark, is recorded as failed and the last
   working configuration is put back before the next trial; when it ran out of GPU memory, every point at least as
-  demanding in every knob (`MEMORY_DIRECTION`) is refused without a restart: the crash marks its region;
+  demanding in every knob (the unit's engine's `Engine.memory_direction`) is refused without a restart: the crash
+  marks its region (a GPU OOM, or the host's OOM killer under the unit's `MemoryMax=`);
 * a point the sampler proposes again is answered from its measurement, without a restart;
 * the search stops when its restart budget is spent, when the grid is exhausted, or when `patience` restarts in
   a row found nothing measurably better than the best so far (the noise band of
@@ -35,15 +37,16 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Awaitable, Callable
+import statistics
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import optuna
 
-from services.engines import apply_changes, engine_named, get_flag, knob_of
+from services.engines import DEFAULT_ENGINE, Engine, apply_changes, engine_flag, engine_named, parse_value
 from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInputError
-from services.experiments.forecast import Forecast
+from services.experiments.forecast import Forecast, config_point
 from services.experiments.pipeline import Experiments
 from services.experiments.plans import TrialOutcome
 from services.experiments.verdicts import BETTER, RunNoise, compare_samples, measure_noise
@@ -60,12 +63,6 @@ BUDGET_SHARE = 0.35  # the default restart budget, as a share of the grid
 MAX_DEFAULT_BUDGET = 40  # ... and at most this many restarts unless the person says more
 MAX_GRID = 4096
 DUPLICATE_ASKS = 40  # proposals of measured points answered in a row before a seeded pick of an unmeasured one
-# which way each knob raises the GPU memory a configuration needs (more draft tokens reserve more per request, a
-# larger static fraction leaves less headroom, more running requests or context need more): a configuration at
-# least as demanding as one that ran out of memory runs out too
-MEMORY_DIRECTION = {"--speculative-num-steps": 1, "--speculative-num-draft-tokens": 1, "--num-speculative-tokens": 1,
-                    "--mem-fraction-static": 1, "--gpu-memory-utilization": 1, "--max-running-requests": 1,
-                    "--max-num-seqs": 1, "--context-length": 1, "--max-model-len": 1}
 
 
 @dataclass(frozen=True)
@@ -167,11 +164,20 @@ def goal_status(goal: Goal, throughput: float | None, ttft_p95_ms: float | None)
     return OK
 
 
-def forecast_refusal(fc: Forecast | None, goal: Goal, changes: dict[str, str]) -> str | None:
-    """Why the capacity forecast rules `changes` out before a restart, or None. Only a forecast fitted within the
-    recorded points (not extrapolated, no caveats) counts: below the goal's concurrency requests queue, and a
-    queued request waits a whole request for its first token, so a TTFT limit cannot hold."""
-    if fc is None or goal.ttft_p95_ms is None or fc.extrapolated or fc.notes or fc.bound:
+def forecast_refusal(fc: Forecast | None, goal: Goal, changes: dict[str, str], *,
+                     slots: int | None = None) -> str | None:
+    """Why the configuration is ruled out before a restart, or None. With a TTFT limit, fewer running-request slots
+    than the goal's concurrency make requests queue, and a queued request waits a whole request for its first
+    token, so the limit cannot hold. The slots are the configuration's own cap when it sets one (``slots``: the
+    engine's `ForecastKnobs.explicit_max_running`, SGLang's --max-running-requests, vLLM's --max-num-seqs, llama.cpp's
+    --parallel: a setting, not a forecast), else the capacity forecast's — only one fitted within the recorded points
+    (not extrapolated, no caveats) counts."""
+    if goal.ttft_p95_ms is None:
+        return None
+    if slots is not None and 0 < slots < goal.concurrency:
+        return (f"runs at most {slots} requests at once < C={goal.concurrency}; requests would queue and TTFT p95 "
+                f"could not stay under {goal.ttft_p95_ms:g} ms (no restart)")
+    if fc is None or fc.extrapolated or fc.notes or fc.bound:
         return None
     if fc.max_running is not None and fc.max_running < goal.concurrency:
         return (f"forecast: max running requests ~{fc.max_running} < C={goal.concurrency}; requests would queue "
@@ -196,8 +202,13 @@ class TuneSearch:
     with their measured value (0 for the ones with none), so it learns where not to go."""
 
     def __init__(self, knobs: tuple[TuneKnob, ...], goal: Goal, *, seed: int, budget: int, noise: RunNoise,
-                 patience: int | None = None, sampler: optuna.samplers.BaseSampler | None = None) -> None:
+                 patience: int | None = None, sampler: optuna.samplers.BaseSampler | None = None,
+                 memory_direction: Mapping[str, int] | None = None) -> None:
         self.knobs = knobs
+        # which way each knob raises the memory a configuration needs (the unit's engine's
+        # `Engine.memory_direction`; the default engine's when not given)
+        self.memory_direction = memory_direction if memory_direction is not None else \
+            DEFAULT_ENGINE.memory_direction
         self.goal = goal
         self.budget = budget
         self.noise = noise
@@ -267,7 +278,8 @@ class TuneSearch:
             self.order.append(point)
 
     def in_failed_region(self, changes: dict[str, str]) -> str | None:
-        """Why `changes` is ruled out by a memory failure already seen (no restart), or None. A knob whose memory
+        """Why `changes` is ruled out by a memory failure already seen (no restart), or None: it is at least as
+        demanding in every knob (`memory_direction`) as a point that ran out of memory. A knob whose memory
         direction is unknown must be equal to the failed point's."""
         for p in self.order:
             if not (p.status == FAILED and p.memory):
@@ -275,12 +287,12 @@ class TuneSearch:
             worse = True
             for k in self.knobs:
                 a, b = k.values.index(changes[k.flag]), k.values.index(p.changes[k.flag])
-                sign = MEMORY_DIRECTION.get(k.flag, 0)
+                sign = self.memory_direction.get(k.flag, 0)
                 if (sign == 0 and a != b) or sign * (a - b) < 0:
                     worse = False
                     break
             if worse:
-                return (f"needs at least the GPU memory of {changes_label(p.changes)}, which ran out of memory "
+                return (f"needs at least the memory of {changes_label(p.changes)}, which ran out of memory "
                         f"({p.why.split(';')[0][:120]}); no restart")
         return None
 
@@ -366,11 +378,38 @@ async def search_loop(search: TuneSearch, evaluate: Evaluate, gate: Gate,
 
 # ---- the job ---------------------------------------------------------------------------------------------
 
-MEMORY_CAUSES = ("kv_cache_oom", "cuda_oom_runtime", "cuda_graph_capture_oom")
+# ran out of memory: GPU memory at start, under load or while capturing graphs; host memory (the unit's MemoryMax=
+# or the machine's: the kernel's OOM killer ended it, as llama.cpp's KV cache on the CPU)
+MEMORY_CAUSES = ("kv_cache_oom", "cuda_oom_runtime", "cuda_graph_capture_oom", "host_oom_kill")
 
 
 def knobs_from_params(params: dict[str, Any]) -> tuple[TuneKnob, ...]:
     return tuple(TuneKnob(str(k["flag"]), tuple(str(v) for v in k["values"])) for k in params["knobs"])
+
+
+def unit_knobs(knobs: tuple[TuneKnob, ...], engine: Engine) -> tuple[TuneKnob, ...]:
+    """The knobs as the unit's engine names them (``steps`` stored as SGLang's ``--speculative-num-steps`` is
+    ``--num-speculative-tokens`` on a vLLM unit, ``--spec-draft-n-max`` on llama.cpp): the points, their labels,
+    the memory directions and the Apply button then speak the unit's own flags."""
+    return tuple(TuneKnob(engine_flag(k.flag, engine).name, k.values) for k in knobs)
+
+
+def start_values(argv: tuple[str, ...], knobs: tuple[TuneKnob, ...], engine: Engine) -> dict[str, str]:
+    """The knobs' values the unit runs now, read the engine's way (vLLM's spec tokens inside
+    ``--speculative-config``, llama.cpp's draft length of its ``--spec-type`` and its short ``-np``) and written as
+    the grid writes them (``0.90`` is the grid's ``0.9``)."""
+    values = engine.read_values(argv)
+    out: dict[str, str] = {}
+    for k in knobs:
+        v = values.get(k.flag)
+        fdef = engine.lookup_flag(k.flag)
+        if v is None or fdef is None:
+            continue
+        try:
+            out[k.flag] = parse_value(fdef, v)
+        except UserInputError:
+            out[k.flag] = v
+    return out
 
 
 def goal_from_params(params: dict[str, Any]) -> Goal:
@@ -405,28 +444,51 @@ def failed_point(changes: dict[str, str], e: DeployFailed | BenchmarkError) -> P
                  memory=memory and not untouched)
 
 
+async def start_baseline(exp: Experiments, host: str, revision_id: int, concurrency: int,
+                         start: Point) -> tuple[float | None, int]:
+    """The verdict's baseline: the median output throughput at the goal's concurrency of every run of the starting
+    revision on this host (earlier `bench`es of it and the tune's own measurement), and how many runs. One unlucky
+    run of the start would otherwise make every configuration look better (measured on the real llama.cpp engine:
+    the tune's start read 38 tok/s where three `bench`es of it just before read 47-57)."""
+    figures: list[float] = []
+    seen: set[int] = set()
+    for run in await exp.results.recent(host, 200):
+        lv = run.level(concurrency)
+        if run.ok and run.revision_id == revision_id and lv is not None and lv.output_tok_s:
+            figures.append(lv.output_tok_s)
+            seen.add(run.id)
+    if start.throughput is not None and start.run_id not in seen:
+        figures.append(start.throughput)
+    return (statistics.median(figures) if figures else None), len(figures)
+
+
 async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, Any]]:
     """The tune job: benchmark the start, search (`search_loop`), put the start back, answer with the best."""
     params = ctx.job.params
-    knobs = knobs_from_params(params)
     goal = goal_from_params(params)
-    budget = int(params.get("budget") or default_budget(knobs))
     host = ctx.job.host
     levels = (goal.concurrency,)
     ops = exp.ops(host)
     start = await exp.observe_live(ctx)
-    engine = unit_engine(start.text)
+    engine = engine_named(unit_engine(start.text))
+    knobs = unit_knobs(knobs_from_params(params), engine)
+    budget = int(params.get("budget") or default_budget(knobs))
     start_argv = read_exec_start(start.text).argv
-    shorts = {k.flag: flag_label(k.flag, engine) for k in knobs}
-    start_changes = {k.flag: v for k in knobs if (v := get_flag(start_argv, _engine_flag(k.flag, engine)))}
+    shorts = {k.flag: flag_label(k.flag, engine.name) for k in knobs}
+    start_changes = start_values(start_argv, knobs, engine)
     left_down = 0
 
     await exp.progress(ctx, "benchmarking the starting configuration", f"C={goal.concurrency}")
     start_point = point_of(start_changes, await exp.trial(ctx, start, {}, levels), goal, restarted=False,
                            start=True)
+    if start_point.kv_tokens is None:  # benchmarked without a restart: its capacity is in its start's journal
+        cap = await ops.running_capacity(engine.name)
+        if cap is not None:
+            start_point.kv_tokens, start_point.max_running = cap.max_total_num_tokens, cap.max_running_requests
     repeats = await exp.results.repeats(host, next((r.model for r in await exp.results.for_job(ctx.job.id)), ""))
     noise = measure_noise(repeats, goal.concurrency)
-    search = TuneSearch(knobs, goal, seed=int(params.get("seed", ctx.job.id)), budget=budget, noise=noise)
+    search = TuneSearch(knobs, goal, seed=int(params.get("seed", ctx.job.id)), budget=budget, noise=noise,
+                        memory_direction=engine.memory_direction)
     search.seed_point(start_point)
     known = [Point.from_json(d) for d in params.get("known") or []]
     for point in known:  # a resumed tune: what the earlier job measured, without restarting for it again
@@ -438,7 +500,8 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
             argv = apply_changes(start_argv, changes).new_argv
         except UserInputError as e:
             return f"refused by pitcrew's flag schema: {e.message}"
-        return forecast_refusal(await exp.forecast_for(host, argv), goal, changes)
+        return forecast_refusal(await exp.forecast_for(host, argv), goal, changes,
+                                slots=config_point(argv).explicit_max_running)
 
     async def evaluate(changes: dict[str, str]) -> Point:
         nonlocal left_down
@@ -469,13 +532,15 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
     choice = search.choose()
     best = choice.best
     verdict = ""
-    if best is not None and start_point.throughput is not None and best.throughput is not None:
+    baseline, baseline_runs = await start_baseline(exp, host, start.id, goal.concurrency, start_point)
+    if best is not None and baseline is not None and best.throughput is not None:
         if best.start or best.changes == start_point.changes:
             verdict = "the starting configuration is the best found"
         else:
-            cmp = compare_samples((), (), new_median=best.throughput, old_median=start_point.throughput,
-                                  noise=noise, concurrency=goal.concurrency)
-            verdict = f"{cmp.text()} at C={goal.concurrency} over the start" if cmp else ""
+            cmp = compare_samples((), (), new_median=best.throughput, old_median=baseline, noise=noise,
+                                  concurrency=goal.concurrency)
+            runs = f" (the median of its {baseline_runs} runs on this host)" if baseline_runs > 1 else ""
+            verdict = f"{cmp.text()} at C={goal.concurrency} over the start{runs}" if cmp else ""
     result = {"knobs": [{"flag": k.flag, "short": shorts[k.flag], "values": list(k.values)} for k in knobs],
               "goal": {"concurrency": goal.concurrency, "ttft_p95_ms": goal.ttft_p95_ms, "text": goal.describe()},
               "budget": budget, "grid": grid_size(knobs), "restarts": search.restarts, "stopped": search.stopped,
@@ -485,14 +550,10 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
               "verdict": verdict, "criterion": choice.why,
               "within_noise": [changes_label(p.changes) for p in choice.within_noise],
               "left_on": f"left on the starting configuration (revision {start.id})", "left_down": left_down,
-              "start_revision": start.id, "noise_pct": noise.sd_pct, "resumed": len(known),
+              "start_revision": start.id, "noise_pct": noise.sd_pct,
+              "baseline": {"throughput": baseline, "runs": baseline_runs}, "resumed": len(known),
               "resumes": params.get("resumes")}
     summary = (f"tune {goal.describe()}: best {result['best_label']} ({verdict}); {search.restarts} restarts of "
                f"{grid_size(knobs)} in the grid" if best else
                f"tune {goal.describe()}: no configuration met the goal in {search.restarts} restarts")
     return summary, result
-
-
-def _engine_flag(flag: str, engine: str) -> str:
-    knob = knob_of(flag)
-    return knob.flag(engine_named(engine)) if knob else flag

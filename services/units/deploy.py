@@ -289,3 +289,18 @@ class UnitOps:
             if e is not None:
                 out.append(e)
         return out
+
+    async def running_capacity(self, engine: str, n: int = 2000) -> Capacity | None:
+        """The capacity the unit's running invocation logged while it started (its journal since systemd's last
+        ``Started`` line, read by the engine's capacity reader), or None when the last ``n`` entries do not hold
+        it (a pitcrew start records it as it happens; this is for a server pitcrew did not start)."""
+        entries = await self.recent_entries(n)
+        events = [classify(e, self.unit) for e in entries]
+        starts = [i for i, ev in enumerate(events) if ev is not None and ev.kind == "started"]
+        if not starts:
+            return None
+        reader = engine_named(engine).capacity_reader()
+        for e, ev in zip(entries[starts[-1] + 1:], events[starts[-1] + 1:], strict=True):
+            if ev is None and reader.feed(e.message):
+                break
+        return reader.capacity

@@ -125,6 +125,66 @@ def test_forecast_refuses_only_a_fitted_forecast_below_the_goal() -> None:
     assert forecast_refusal(None, GOAL, {}) is None
 
 
+def test_a_configurations_own_slot_cap_below_the_goal_is_refused_without_a_forecast() -> None:
+    """llama.cpp's --parallel (vLLM's --max-num-seqs) is a setting, not a forecast: below C requests queue."""
+    assert "runs at most 2 requests at once < C=4" in (forecast_refusal(None, Goal(4, 500.0), {}, slots=2) or "")
+    assert forecast_refusal(None, Goal(4, 500.0), {}, slots=4) is None
+    assert forecast_refusal(None, Goal(4), {}, slots=2) is None  # no TTFT limit: queueing only costs latency
+    assert forecast_refusal(None, Goal(4, 500.0), {}, slots=-1) is None  # llama.cpp's auto
+
+
+def test_the_memory_region_follows_the_units_engine() -> None:
+    """A context the unit's MemoryMax= cannot hold (llama.cpp, the host's OOM killer) rules out every configuration
+    at least as demanding in llama.cpp's own flags; a knob with no known direction must be equal."""
+    from services.engines import engine_named
+    from services.errors import DeployFailed
+    from services.experiments.tune import failed_point
+
+    llama = engine_named("llamacpp")
+    ctx, draft, threads = "--ctx-size", "--spec-draft-n-max", "--threads"
+    knobs = (TuneKnob(ctx, ("4096", "131072")), TuneKnob(draft, ("2", "3")), TuneKnob(threads, ("1", "2")))
+    search = TuneSearch(knobs, Goal(2), seed=0, budget=8, noise=measure_noise({}, 2),
+                        memory_direction=llama.memory_direction)
+    oom = failed_point({ctx: "131072", draft: "2", threads: "1"},
+                       DeployFailed("context 128k on gpu-1: the server did not start",
+                                    result={"diagnosis": {"cause": "host_oom_kill"}}))
+    assert oom.memory and oom.status == FAILED
+    search.tell(oom)
+    assert "ran out of memory" in (search.in_failed_region({ctx: "131072", draft: "3", threads: "1"}) or "")
+    assert search.in_failed_region({ctx: "4096", draft: "3", threads: "1"}) is None  # less context
+    assert search.in_failed_region({ctx: "131072", draft: "3", threads: "2"}) is None  # threads: no direction
+    # the same flags on the default engine (SGLang) have no direction: nothing is ruled out but the point itself
+    plain = TuneSearch(knobs, Goal(2), seed=0, budget=8, noise=measure_noise({}, 2))
+    plain.tell(oom)
+    assert plain.in_failed_region({ctx: "131072", draft: "3", threads: "1"}) is None
+
+
+def test_the_knobs_and_the_start_are_read_in_the_units_own_flags() -> None:
+    """The chat words become the unit's flags; the start values are read the engine's way (vLLM's spec tokens in
+    its JSON and 0.90 as the grid's 0.9; llama.cpp's draft length of its --spec-type and its short -np)."""
+    from pathlib import Path
+
+    from services.engines import engine_for
+    from services.experiments.tune import start_values, unit_knobs
+    from services.units import changes_label, read_exec_start
+    from simhost.scenarios import llamacpp_unit_text, vllm_unit_text
+
+    asked = (TuneKnob(A, ("2", "3", "4")), TuneKnob(B, ("0.9", "0.95")))
+    vllm = read_exec_start(vllm_unit_text(3, Path("/models/q"), 8000)).argv
+    knobs = unit_knobs(asked, engine_for(vllm))
+    assert [k.flag for k in knobs] == ["--num-speculative-tokens", "--gpu-memory-utilization"]
+    start = start_values(vllm, knobs, engine_for(vllm))
+    assert start == {"--num-speculative-tokens": "3", "--gpu-memory-utilization": "0.9"}
+    assert changes_label(start) == "spec tokens 3 · mem 0.9"
+    llama = read_exec_start(llamacpp_unit_text(3, Path("/host"), 8080)).argv
+    knobs = unit_knobs((TuneKnob("--speculative-num-draft-tokens", ("1", "2", "3")),
+                        TuneKnob("--max-running-requests", ("1", "2", "4"))), engine_for(llama))
+    assert [k.flag for k in knobs] == ["--spec-draft-n-max", "--parallel"]
+    start = start_values(llama, knobs, engine_for(llama))
+    assert start == {"--spec-draft-n-max": "3", "--parallel": "2"}
+    assert changes_label(start) == "draft tokens 3 · max running 2"
+
+
 def _result() -> dict[str, object]:
     pts = [Point({A: "3", B: "0.88"}, OK, 1800.0, 200.0, kv_tokens=295_931, max_running=17, start=True),
            Point({A: "4", B: "0.88"}, VIOLATES, 2100.0, 900.0, kv_tokens=243_470, max_running=14, restarted=True),

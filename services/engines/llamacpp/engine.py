@@ -52,6 +52,12 @@ class LlamaCpp:
     deprecated_flags: Mapping[str, str] = {
         "--draft-max": "the argument has been removed. use --spec-draft-n-max or --spec-ngram-mod-n-max",
         "--draft-min": "the argument has been removed. use --spec-draft-n-min or --spec-ngram-mod-n-min"}
+    # the KV cache grows with --ctx-size; the compute buffers with the slots, the batches and the draft length
+    # (a verification step decodes draft + 1 tokens per slot): the unit's MemoryMax= ends what does not fit
+    memory_direction: Mapping[str, int] = {
+        "--ctx-size": 1, "--parallel": 1, "--batch-size": 1, "--ubatch-size": 1, "--spec-draft-n-max": 1,
+        "--spec-ngram-simple-size-m": 1, "--spec-ngram-map-k-size-m": 1, "--spec-ngram-map-k4v-size-m": 1,
+        "--spec-ngram-mod-n-max": 1}
     advice_flags: Mapping[str, str] = {
         "mem": "the unit's memory limit (MemoryMax=) or a smaller model", "len": "--ctx-size",
         "seqs": "--parallel", "spec": "a shorter draft (the draft length of --spec-type)",

@@ -61,6 +61,11 @@ class SGLang:
     deprecated_flags: Mapping[str, str] = {
         "--hybrid-kvcache-ratio": "use --swa-full-tokens-ratio instead (deprecated in 0.5.9)",
         "--prefill-round-robin-balance": "deprecated in 0.5.9; it has no effect"}
+    # more draft tokens reserve more per request; a larger static fraction leaves less headroom outside it; more
+    # running requests or context need more
+    memory_direction: Mapping[str, int] = {
+        "--speculative-num-steps": 1, "--speculative-num-draft-tokens": 1, "--mem-fraction-static": 1,
+        "--max-running-requests": 1, "--context-length": 1, "--chunked-prefill-size": 1}
     # the flags memory advice names (SGLang's ServerArgs)
     advice_flags: Mapping[str, str] = {
         "mem": "--mem-fraction-static", "len": "--context-length", "seqs": "--max-running-requests",

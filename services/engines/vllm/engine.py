@@ -61,6 +61,11 @@ class Vllm:
                                       "draft tokens": "spec tokens"}
     knob_absent: Mapping[str, str] = {}
     deprecated_flags: Mapping[str, str] = {}
+    # more spec tokens grow the sampler's buffers and the decode workspace per request; a larger utilization leaves
+    # less outside vLLM's budget (CUDA context, graphs, the decode workspace); more sequences or context need more
+    memory_direction: Mapping[str, int] = {
+        "--num-speculative-tokens": 1, "--gpu-memory-utilization": 1, "--max-num-seqs": 1, "--max-model-len": 1,
+        "--max-num-batched-tokens": 1}
     # the flags memory advice names (vLLM's EngineArgs)
     advice_flags: Mapping[str, str] = {
         "mem": "--gpu-memory-utilization", "len": "--max-model-len", "seqs": "--max-num-seqs",

@@ -24,6 +24,12 @@ GOOD: list[tuple[str, Tune]] = [
      Tune(((STEPS, ("1", "2", "3")),), 8, 250.0)),
     ("optimize steps 3,1,2 , mem 0.9 , 0.85 for throughput at 2",
      Tune(((STEPS, ("3", "1", "2")), (MEM, ("0.9", "0.85"))), 2)),
+    # the words of a llama.cpp unit's tune (planned in its own flags when the job runs: the draft length of its
+    # --spec-type, --parallel) and of a vLLM unit's
+    ("tune draft tokens 1..6, max running 1..4 for throughput at 4",
+     Tune((("--speculative-num-draft-tokens", ("1", "2", "3", "4", "5", "6")), (RUNNING, ("1", "2", "3", "4"))), 4)),
+    ("tune spec tokens 2..4, mem 0.9,0.95 for throughput at 16",
+     Tune((("--num-speculative-tokens", ("2", "3", "4")), (MEM, ("0.9", "0.95"))), 16)),
     ("tune resume 12", Tune((), 0, resume=12)),
     ("tune resume job 12 on gpu-1", Tune((), 0, host="gpu-1", resume=12)),
 ]
