@@ -54,4 +54,6 @@ async def test_pitcrew_bench_fills_the_level_and_shows_the_plan_and_estimate(tru
     m = re.search(r"estimate: ~(\d+)s \((\d+\.\d\d) s per request at C=2;", text)
     assert m is not None and plan < m.start(), text
     e2e = float(m.group(2))
-    assert 0.02 < e2e < 0.5 and abs(int(m.group(1)) - 22 * e2e) <= 0.5 + 22 * 0.005  # both shown rounded
+    # a request takes at least 24 ms here (5 ms to the first token, 19 more at 1 ms each), shown as 0.02 on a quiet
+    # machine: the bound is inclusive (a strict one failed exactly when the machine was quiet)
+    assert 0.02 <= e2e < 0.5 and abs(int(m.group(1)) - 22 * e2e) <= 0.5 + 22 * 0.005  # both shown rounded
