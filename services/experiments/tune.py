@@ -40,9 +40,7 @@ import random
 import statistics
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import optuna
+from typing import TYPE_CHECKING, Any
 
 from services.engines import DEFAULT_ENGINE, Engine, apply_changes, engine_flag, engine_named, parse_value
 from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInputError
@@ -57,6 +55,9 @@ from services.units import (
     read_exec_start,
     unit_engine,
 )
+
+if TYPE_CHECKING:  # imported when a tune starts (TuneSearch): it brings numpy, which no other command needs
+    import optuna
 
 OK, VIOLATES, REFUSED, FAILED = "ok", "violates", "refused", "failed"
 BUDGET_SHARE = 0.35  # the default restart budget, as a share of the grid
@@ -214,6 +215,8 @@ class TuneSearch:
         self.noise = noise
         self.patience = patience if patience is not None else default_patience(budget)
         self.rng = random.Random(seed)
+        import optuna
+
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = sampler or optuna.samplers.TPESampler(seed=seed, multivariate=True,
                                                         n_startup_trials=max(3, min(8, budget // 4)))

@@ -64,3 +64,13 @@ def test_every_lazy_command_resolves_to_its_own_name() -> None:
         command = main.get_command(ctx, name)
         assert isinstance(command, click.Command) and command.name == name
     assert set(LAZY_COMMANDS) <= set(main.list_commands(ctx))
+
+
+def test_the_bot_imports_no_optimizer_until_a_tune_starts() -> None:
+    """`pitcrew serve` builds the whole app; optuna (and numpy's OpenBLAS, whose `mbind()` the deploy unit's system
+    call filter refuses) is imported only by `TuneSearch`."""
+    code = ("import sys, bot.app, services.experiments.tune as t; before = {m for m in ('optuna', 'numpy') if m in "
+            "sys.modules}; t.TuneSearch; print(sorted(before))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]", run.stdout
