@@ -17,8 +17,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.engines.flags import FlagDef, FlagPlan, number_or_none
+from services.engines.flags import FlagDef, number_or_none
 from services.engines.llamacpp import flags
+from services.engines.llamacpp.flags import apply_changes, flag_help_lines, lookup_flag, read_values
 from services.engines.llamacpp.log import (
     LlamaCapacityReader,
     build_info_version,
@@ -93,17 +94,11 @@ class LlamaCpp:
         return claims_line(message)
 
     # --- vocabulary
-    def lookup_flag(self, word: str) -> FlagDef | None:
-        return flags.lookup_flag(word)
-
-    def apply_changes(self, argv: Sequence[str], changes: Mapping[str, str | None]) -> FlagPlan:
-        return flags.apply_changes(argv, changes)
-
-    def flag_help_lines(self) -> tuple[str, ...]:
-        return flags.flag_help_lines()
-
-    def read_values(self, argv: Sequence[str]) -> dict[str, str]:
-        return flags.read_values(argv)
+    # the engine's flags module answers these four as they are
+    lookup_flag = staticmethod(lookup_flag)
+    apply_changes = staticmethod(apply_changes)
+    flag_help_lines = staticmethod(flag_help_lines)
+    read_values = staticmethod(read_values)
 
     def label_hides(self, flag: str, values: Mapping[str, str]) -> bool:
         return False

@@ -13,10 +13,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.engines.flags import FlagDef, FlagPlan, first_flag, get_flag, number_or_none, plain_version
+from services.engines.flags import FlagDef, first_flag, get_flag, number_or_none, plain_version
 from services.engines.metrics import metric_delta, metric_mean
 from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.sglang import flags
+from services.engines.sglang.flags import apply_changes, flag_help_lines, lookup_flag, read_values
 from services.engines.sglang.log import READY_TEXT, parse_capacity
 
 __all__ = ["SGLANG", "SGLang", "SglangCapacityReader"]
@@ -105,17 +106,11 @@ class SGLang:
         return False  # the default engine: lines no engine claims are read as SGLang's
 
     # --- vocabulary
-    def lookup_flag(self, word: str) -> FlagDef | None:
-        return flags.lookup_flag(word)
-
-    def apply_changes(self, argv: Sequence[str], changes: Mapping[str, str | None]) -> FlagPlan:
-        return flags.apply_changes(argv, changes)
-
-    def flag_help_lines(self) -> tuple[str, ...]:
-        return flags.flag_help_lines()
-
-    def read_values(self, argv: Sequence[str]) -> dict[str, str]:
-        return flags.read_values(argv)
+    # the engine's flags module answers these four as they are
+    lookup_flag = staticmethod(lookup_flag)
+    apply_changes = staticmethod(apply_changes)
+    flag_help_lines = staticmethod(flag_help_lines)
+    read_values = staticmethod(read_values)
 
     def parser_check(self, argv: Sequence[str]) -> list[str] | None:
         return None  # preflight reads SGLang's --help and argparse types (services.experiments.preflight)

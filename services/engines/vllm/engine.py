@@ -14,10 +14,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.engines.flags import FlagDef, FlagPlan, first_flag, number_or_none, plain_version
+from services.engines.flags import FlagDef, first_flag, number_or_none, plain_version
 from services.engines.metrics import metric_delta
 from services.engines.protocol import Capacity, ForecastKnobs, HelpProbe, Metrics, WindowFigures
 from services.engines.vllm import flags
+from services.engines.vllm.flags import apply_changes, flag_help_lines, lookup_flag, read_values
 from services.engines.vllm.log import VllmCapacityReader, device_of_line
 
 __all__ = ["VLLM", "Vllm"]
@@ -113,17 +114,11 @@ class Vllm:
         return plain_version(doc.get("version") if isinstance(doc, dict) else None)
 
     # --- vocabulary
-    def lookup_flag(self, word: str) -> FlagDef | None:
-        return flags.lookup_flag(word)
-
-    def apply_changes(self, argv: Sequence[str], changes: Mapping[str, str | None]) -> FlagPlan:
-        return flags.apply_changes(argv, changes)
-
-    def flag_help_lines(self) -> tuple[str, ...]:
-        return flags.flag_help_lines()
-
-    def read_values(self, argv: Sequence[str]) -> dict[str, str]:
-        return flags.read_values(argv)
+    # the engine's flags module answers these four as they are
+    lookup_flag = staticmethod(lookup_flag)
+    apply_changes = staticmethod(apply_changes)
+    flag_help_lines = staticmethod(flag_help_lines)
+    read_values = staticmethod(read_values)
 
     def parser_check(self, argv: Sequence[str]) -> list[str] | None:
         return None
