@@ -28,7 +28,7 @@ from services.experiments.preflight import (
 from services.experiments.results import Results
 from services.hosts import Host, HostPool, fenced
 from services.jobs import JobContext
-from services.journal import JournalEntry, classify
+from services.journal import JournalEntry, SystemdEvent, classify
 from services.store import AuditLog, AuditQuery
 from services.units import (
     Revision,
@@ -218,9 +218,7 @@ def judged_start(entries: Sequence[JournalEntry], unit: str) -> list[JournalEntr
     restart is diagnosed by its crash, whether pitcrew read the journal before the first restart or after the
     third. Entries are told apart by their invocation id, so lines the crashed process flushed after systemd's
     exit line stay; entries without one stay too."""
-    events = [ev for ev in (classify(e, unit) for e in entries) if ev is not None]
-    stops = [i for i, ev in enumerate(events) if ev.kind == "stopping"]
-    starts = [ev for ev in events[stops[-1] + 1:] if ev.kind == "started"] if stops else []
+    starts = [ev for ev in _after_last_stop(entries, unit) if ev.kind == "started"]
     later = {ev.invocation_id for ev in starts[1:] if ev.invocation_id} - {starts[0].invocation_id} if starts else set()
     return [e for e in entries if e.invocation_id not in later] if later else list(entries)
 
@@ -230,8 +228,13 @@ def start_has_ended(entries: Sequence[JournalEntry], unit: str) -> bool:
     no such start to wait for): its exit, failure, OOM kill or scheduled restart after its `Started` line. The
     anchor is the last `Stopping` (a stop job: pitcrew's deploy; automatic restarts log none), so a start that
     served and crashed is judged, not the restart loop after it."""
-    events = [ev for ev in (classify(e, unit) for e in entries) if ev is not None]
-    stops = [i for i, ev in enumerate(events) if ev.kind == "stopping"]
-    after = events[stops[-1] + 1:] if stops else []
+    after = _after_last_stop(entries, unit)
     starts = [i for i, ev in enumerate(after) if ev.kind == "started"]
     return not starts or any(ev.kind in _ENDED for ev in after[starts[0] + 1:])
+
+
+def _after_last_stop(entries: Sequence[JournalEntry], unit: str) -> list[SystemdEvent]:
+    """systemd's events about the unit after its last `Stopping` (none when the window holds no stop)."""
+    events = [ev for ev in (classify(e, unit) for e in entries) if ev is not None]
+    stops = [i for i, ev in enumerate(events) if ev.kind == "stopping"]
+    return events[stops[-1] + 1:] if stops else []
