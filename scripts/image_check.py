@@ -36,7 +36,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -126,12 +125,6 @@ async def run(argv: Sequence[str], *, timeout: float, env: dict[str, str] | None
 
 def tail(text: str, n: int = 25) -> str:
     return "\n".join("   | " + line for line in text.rstrip().splitlines()[-n:])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # -- 1. tooling ------------------------------------------------------------------------------------------------------
@@ -343,6 +336,8 @@ async def pg_role() -> AsyncIterator[None]:
 
 async def serve(engine: DockerEngine, etc: Path) -> str:
     from support.fake_slack import FakeSlack
+
+    from simhost.host import free_port
 
     fake = FakeSlack()
     fake.add_user("U1", "admin")

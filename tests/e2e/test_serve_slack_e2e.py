@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import sqlite3
 import sys
 import time
@@ -17,15 +16,9 @@ import aiohttp
 from support.fake_slack import FakeSlack
 from support.slack_http import FORM, button, button_click, signed_headers, slash_command
 
-from simhost.host import SimHost
+from simhost.host import SimHost, free_port
 
 SECRET = "e2e-signing-secret-0123456789abcdef"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _signed(body: str, content_type: str = FORM) -> dict[str, str]:
@@ -41,7 +34,7 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
     try:
         async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=0.01) as sim:
             info = sim.info
-            port = _free_port()
+            port = free_port()
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
                     "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
                     "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
