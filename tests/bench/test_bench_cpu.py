@@ -78,9 +78,11 @@ async def test_benchmark_child_reports_the_cpu_its_parent_sees(truth) -> None:
 
     from services.bench.runner import BenchSpec
 
-    srv = await truth("--rate", "500", "--ttft", "0.01")
-    spec = BenchSpec(url=srv.url, concurrency=(8,), requests_per_level=32, warmup=8, output_len=400,
-                     input_len=16, timeout_s=30.0)  # warmup ~0.8 s, window 4 rounds of ~0.8 s
+    # warmup ~0.8 s, window 4 rounds of ~0.8 s. 1000 tokens/s per stream: at 500 the window held 0.09 s of the
+    # client's CPU on a quiet machine, under the 10-tick floor below (session 7)
+    srv = await truth("--rate", "1000", "--ttft", "0.01")
+    spec = BenchSpec(url=srv.url, concurrency=(8,), requests_per_level=32, warmup=8, output_len=800,
+                     input_len=16, timeout_s=30.0)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "services.bench.process", stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, limit=16 * 1024 * 1024)
