@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support.xdist_groups import xdist_scope
+from support.xdist_groups import is_serial, xdist_scope
 
 from services.store.db import Database
 
@@ -108,16 +108,6 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
 
 
 _SCENARIO_DIRS = ("e2e", "demo", "reliability")
-# Tests whose assertions are about time or rates against a ground truth (the benchmark against the truth server, the
-# simulated server's token rates, chat acks under load, a kill timed against a running benchmark): `make test` runs
-# them after the rest, alone, so the other tests' CPU cannot bend their figures.
-_SERIAL = ("bench/", "simhost/test_simhost_server.py", "simhost/test_simhost_seed.py", "bot/slack/test_slack_load.py",
-           "reliability/test_rel_server_faults.py", "reliability/test_rel_abuse.py",
-           "bot/slack/test_slack_pacing.py", "bot/slack/test_slack_home.py", "handlers/router/test_job_notifier.py",
-           # lease TTLs of 2-3 s against heartbeats, and the unit sampled every 200 ms
-           "reliability/test_rel_fencing.py", "reliability/test_rel_orphans.py", "reliability/test_rel_rolling.py")
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """`--dist loadgroup` with the groups of `support.xdist_groups` (runs on xdist's controller only)."""
     if config.getvalue("dist") != "loadgroup":
@@ -141,5 +131,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(300))  # whole-bot scenarios: the default 120 s is for the rest
-        if "/".join(parts).startswith(_SERIAL):
+        if is_serial("/".join(("tests", *parts))):
             item.add_marker(pytest.mark.serial)

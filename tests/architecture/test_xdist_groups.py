@@ -1,13 +1,20 @@
 """The suite's xdist groups (`support.xdist_groups.XDIST_GROUPS`): each names a test file that exists, a test of it
-is scheduled as the group's work unit, and no test relies on xdist's own `xdist_group` mark, which pytest 9
-ignores."""
+is scheduled as the group's work unit, the serial phase's measurements are one work unit and its wall-clock scenarios
+are not, and no test relies on xdist's own `xdist_group` mark, which pytest 9 ignores."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from support.xdist_groups import XDIST_GROUPS, xdist_scope
+from support.xdist_groups import (
+    MEASUREMENT_GROUP,
+    MEASUREMENTS,
+    WALL_CLOCK,
+    XDIST_GROUPS,
+    is_serial,
+    xdist_scope,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,3 +33,15 @@ def test_no_test_uses_the_xdist_group_mark_that_pytest_9_ignores() -> None:
     users = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
              if re.search(r"mark\.xdist_group\b", p.read_text(encoding="utf-8"))]
     assert users == [], f"use tests/conftest.py XDIST_GROUPS instead: {users}"
+
+
+def test_the_serial_phase_runs_its_measurements_as_one_work_unit_and_its_scenarios_beside_them() -> None:
+    for path in MEASUREMENTS + WALL_CLOCK:
+        assert (ROOT / path).exists(), path
+        assert is_serial(f"{path}{'test_x.py' if path.endswith('/') else ''}")
+    assert xdist_scope("tests/bench/test_bench_window.py::test_a[N1]") == MEASUREMENT_GROUP
+    assert xdist_scope("tests/bot/slack/test_slack_load.py::test_b") == MEASUREMENT_GROUP
+    rolling = "tests/reliability/test_rel_rolling.py::test_c"
+    assert xdist_scope(rolling) == rolling  # a work unit of its own: the other worker takes it
+    assert not is_serial("tests/reliability/test_rel_overlap.py")
+    assert all(p.endswith(("/", ".py")) for p in MEASUREMENTS + WALL_CLOCK)  # a folder ends at "/": no lookalikes

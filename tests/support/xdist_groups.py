@@ -1,5 +1,5 @@
-"""The suite's xdist groups: test files whose tests share an expensive session fixture and must run on one xdist
-worker, one after the other (`tests/conftest.py` applies them through xdist's scheduler hook)."""
+"""The suite's xdist groups and its measurement phase: test files whose tests must run on one xdist worker, one
+after the other (`tests/conftest.py` applies them through xdist's scheduler hook and marks the `serial` phase)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,29 @@ from __future__ import annotations
 # nothing: the real-vLLM tests were spread over all four workers and each worker started both servers.
 XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm"}
 
+# The `serial` phase (`make test` runs it after the rest, on two workers). Its tests assert time or rates, so the
+# rest of the suite's CPU must not bend their figures, and they run in one of two ways:
+# - MEASUREMENTS: figures against a ground truth (the benchmark against the truth server, the simulated server's
+#   token rates, chat acks under load, Slack pacing): one group, one worker, one test at a time.
+# - WALL_CLOCK: whole-bot scenarios on real time (lease TTLs of 2-3 s against heartbeats, the unit sampled every
+#   200 ms, a server that never answers): mostly waiting, they run beside the measurements on the other worker.
+MEASUREMENTS = ("tests/bench/", "tests/simhost/test_simhost_server.py", "tests/simhost/test_simhost_seed.py",
+                "tests/bot/slack/test_slack_load.py", "tests/bot/slack/test_slack_pacing.py",
+                "tests/bot/slack/test_slack_home.py", "tests/handlers/router/test_job_notifier.py")
+WALL_CLOCK = ("tests/reliability/test_rel_server_faults.py", "tests/reliability/test_rel_abuse.py",
+              "tests/reliability/test_rel_fencing.py", "tests/reliability/test_rel_orphans.py",
+              "tests/reliability/test_rel_rolling.py")
+MEASUREMENT_GROUP = "measurements"
+
+
+def is_serial(path: str) -> bool:
+    """Whether the test file at `path` (relative to the repository) belongs to the `serial` phase."""
+    return path.startswith(MEASUREMENTS + WALL_CLOCK)
+
 
 def xdist_scope(nodeid: str) -> str:
     """The work unit of a test under `--dist loadgroup`: its group's name, else the test itself."""
-    return next((group for path, group in XDIST_GROUPS.items() if nodeid.split("::", 1)[0] == path), nodeid)
+    path = nodeid.split("::", 1)[0]
+    if path.startswith(MEASUREMENTS):
+        return MEASUREMENT_GROUP
+    return next((group for p, group in XDIST_GROUPS.items() if path == p), nodeid)
