@@ -30,7 +30,7 @@ from simhost.journal import to_json_line
 from simhost.realvllm import unavailable
 
 # the unit's own `vllm serve --help=all` takes 18-65 s here (host.run allows it 300 s): the default 120 s is too short
-# all on one xdist worker, one server at a time: tests/support/xdist_groups.py
+# one xdist worker per version, each starting its one server: tests/support/xdist_groups.py
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 VLLM = engine_named("vllm")
 READY_S = 900.0  # 20-60 s on an idle 2-core machine; minutes while other work shares it

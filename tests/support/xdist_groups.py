@@ -8,7 +8,9 @@ from __future__ import annotations
 # Declared here by path rather than with xdist's `xdist_group` mark: xdist 3.8 tags a grouped test by rewriting
 # `item._nodeid`, which pytest 9 no longer reads (the node id lives in `item._id`), so the mark silently did
 # nothing: the real-vLLM tests were spread over all four workers and each worker started both servers.
-XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm"}
+# A group ending in "[" is split by the test's parameter: one work unit per version of the real vLLM (each worker starts
+# one server: the two versions' starts ran one after the other on one worker, 3-5 minutes, the tail of phase 1).
+XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 
 # The `serial` phase (`make test` runs it after the rest, on two workers). Its tests assert time or rates, so the
 # rest of the suite's CPU must not bend their figures, and they run in one of two ways:
@@ -35,4 +37,9 @@ def xdist_scope(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
     if path.startswith(MEASUREMENTS):
         return MEASUREMENT_GROUP
-    return next((group for p, group in XDIST_GROUPS.items() if path == p), nodeid)
+    group = next((group for p, group in XDIST_GROUPS.items() if path == p), None)
+    if group is None:
+        return nodeid
+    if group.endswith("["):  # by the test's parameter: `test_x[0.32]` -> `real-vllm[0.32]`
+        return group + nodeid.rpartition("[")[2] if nodeid.endswith("]") else group + "]"
+    return group
