@@ -4,7 +4,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 # Phase 1 is CPU-bound: 6 workers on 2 cores keep both cores busy while scenario tests wait on their hosts
 # (docs/PERFORMANCE.md "Test suite"). Phase 2, the `serial` tests (time and rate measurements, one after the other on
-# one worker; wall-clock lease scenarios beside them on the other: tests/support/xdist_groups.py), runs after it.
+# one worker; wall-clock scenarios beside them on two others: tests/support/xdist_groups.py), runs after it.
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
 TEST_WORKERS ?= 6
 QUICK_WORKERS ?= 4
@@ -27,7 +27,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	@command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || echo "note: no OpenSSH sshd here; the OpenSSH half of the host contract suite will be skipped (CI installs openssh-server)"
 	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS)
-	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n 2 --dist loadgroup -m serial $(PYTEST_ARGS)
+	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n 3 --dist loadgroup -m serial $(PYTEST_ARGS)
 
 # The quick loop while you work (~45 s here): the unit-level tests of every layer (basics, store, units, handlers, diagnosis
 # without its incident corpus, doctor's sudo parsing, the bot's settings, the bench's SSE parser, the service-manager

@@ -131,5 +131,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(300))  # whole-bot scenarios: the default 120 s is for the rest
-        if is_serial("/".join(("tests", *parts))):
+        if is_serial(item.nodeid):
             item.add_marker(pytest.mark.serial)

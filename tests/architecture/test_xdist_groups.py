@@ -39,12 +39,15 @@ def test_no_test_uses_the_xdist_group_mark_that_pytest_9_ignores() -> None:
 
 
 def test_the_serial_phase_runs_its_measurements_as_one_work_unit_and_its_scenarios_beside_them() -> None:
-    for path in MEASUREMENTS + WALL_CLOCK:
+    for prefix in MEASUREMENTS + WALL_CLOCK:
+        path = prefix.split("::")[0]
         assert (ROOT / path).exists(), path
-        assert is_serial(f"{path}{'test_x.py' if path.endswith('/') else ''}")
+        assert is_serial(f"{prefix}{'test_x.py' if prefix.endswith('/') else ''}{'' if '::' in prefix else '::t'}")
     assert xdist_scope("tests/bench/test_bench_window.py::test_a[N1]") == MEASUREMENT_GROUP
     assert xdist_scope("tests/bot/slack/test_slack_load.py::test_b") == MEASUREMENT_GROUP
     rolling = "tests/reliability/test_rel_rolling.py::test_c"
     assert xdist_scope(rolling) == rolling  # a work unit of its own: the other worker takes it
     assert not is_serial("tests/reliability/test_rel_overlap.py")
-    assert all(p.endswith(("/", ".py")) for p in MEASUREMENTS + WALL_CLOCK)  # a folder ends at "/": no lookalikes
+    assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + WALL_CLOCK)  # no lookalike paths
+    assert is_serial("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart_and_calls_it")
+    assert not is_serial("tests/experiments/test_failure_and_sweep.py::test_seed_try_10_steps_fails")

@@ -180,6 +180,10 @@ async def test_systemctl_stop_mid_job_restores_the_engine_unit_and_exits_0(tmp_p
                                   "{sys.version_info.minor}')"], capture_output=True, text=True, timeout=30).stdout
     if host_python.strip() != PYTHON:
         pytest.skip(f"/usr/bin/python3 is {host_python.strip()}, this venv's packages are built for {PYTHON}")
+    if repo_root().resolve().is_relative_to("/tmp"):
+        # the unit's PrivateTmp= gives pitcrew a /tmp of its own: a checkout under /tmp (the venv /opt/pitcrew reaches)
+        # is not there, and every start dies of `No module named 'bot'` (found in a fresh clone in /tmp, session 7)
+        pytest.skip(f"this checkout is under /tmp ({repo_root()}), which the unit's PrivateTmp= hides from pitcrew")
     t_begin = time.monotonic()
     fake = FakeSlack()
     fake.add_user(*ALICE)
