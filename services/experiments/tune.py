@@ -62,7 +62,7 @@ from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInpu
 from services.experiments.forecast import Forecast, config_point
 from services.experiments.pipeline import Experiments
 from services.experiments.plans import TrialOutcome
-from services.experiments.verdicts import BETTER, RunNoise, compare_samples, measure_noise
+from services.experiments.verdicts import BETTER, WORSE, RunNoise, compare_samples, measure_noise
 from services.jobs import JobContext
 from services.units import (
     Revision,
@@ -453,7 +453,8 @@ async def confirm_best(search: TuneSearch, start: Point, measure: Measure, *, ba
     * the start is the pick: nothing to confirm (no restart);
     * the confirming run fails (crash, out of memory, not ready) or breaks the TTFT limit: the point is marked so,
       with its cause, and the next best is confirmed instead — at most `MAX_CONFIRMS` confirming runs in all; when
-      nothing confirms (or the next best is the start), the answer says so and recommends keeping the start;
+      nothing confirms (or the next best is the start, or even its search figure is measurably worse than the
+      start's: no restart for a candidate that cannot win), the answer says so and recommends keeping the start;
     * the confirming run is not measurably better than the start (within noise, too noisy to tell, or worse): the
       verdict says "not measurably better than the start" and the recommendation is the start — unless the start
       itself does not meet the goal (a TTFT limit it breaks), when the confirmed point that meets it is recommended.
@@ -483,8 +484,17 @@ async def confirm_best(search: TuneSearch, start: Point, measure: Measure, *, ba
             ending = f"{MAX_CONFIRMS} confirming runs were tried"
             break
         searched = best.throughput
-        got = await measure(best)
         label = changes_label(best.changes)
+        pre = None if baseline is None or searched is None or not start.feasible else compare_samples(
+            (), (), new_median=searched, old_median=baseline, noise=noise, concurrency=c)
+        if pre is not None and pre.outcome == WORSE:  # not worth a restart: even its search figure loses
+            if not runs:
+                return Confirmation(NOT_BETTER, start, f"not measurably better than the start: the search's best, "
+                                    f"{label}, read {pre.figure()} (worse) at {over}; keep the start", runs, choice,
+                                    search_best)
+            ending = f"the next best, {label}, read {pre.figure()} against the start in the search"
+            break
+        got = await measure(best)
         run: dict[str, Any] = {"label": label, "changes": dict(best.changes), "search_throughput": searched,
                                "throughput": got.throughput, "ttft_p95_ms": got.ttft_p95_ms, "status": got.status,
                                "why": got.why, "run_id": got.run_id, "restarted": got.restarted}

@@ -347,3 +347,28 @@ async def test_nothing_to_confirm_when_the_start_is_the_pick_or_is_next() -> Non
     conf = await confirm_best(search, start, Confirmer((FAILED, None, "crashed")), baseline=1000.0)
     assert conf.status == UNCONFIRMED and conf.recommended is start
     assert conf.verdict.endswith("the next best is the start itself: keep the start"), conf.verdict
+
+
+async def test_no_restart_for_a_candidate_whose_search_figure_already_loses_to_the_start() -> None:
+    from services.experiments.tune import NOT_BETTER, UNCONFIRMED, confirm_best
+
+    def outside(thr: float) -> tuple[TuneSearch, Point]:  # a start off the grid (mem 0.90): not among the choices
+        search = TuneSearch(KNOBS, GOAL, seed=0, budget=10, noise=measure_noise({}, 16))
+        start = Point({A: "3", B: "0.90"}, OK, thr, 200.0, start=True)
+        search.seed_point(start)
+        search.tell(Point({A: "4", B: "0.88"}, OK, 1200.0, 200.0, kv_tokens=250_000, restarted=True))
+        search.tell(Point({A: "3", B: "0.80"}, OK, 900.0, 200.0, kv_tokens=100_000, restarted=True))
+        return search, start
+
+    search, start = outside(1000.0)
+    measure = Confirmer((FAILED, None, "crashed"))
+    conf = await confirm_best(search, start, measure, baseline=1000.0)
+    assert len(measure.asked) == 1 and conf.status == UNCONFIRMED and conf.recommended is start
+    assert conf.verdict.endswith("; the next best, steps 3 · mem 0.80, read −10 % (±4 %) against the start in the "
+                                 "search: keep the start"), conf.verdict
+    search, start = outside(1300.0)
+    measure = Confirmer()
+    conf = await confirm_best(search, start, measure, baseline=1300.0)
+    assert not measure.asked and conf.status == NOT_BETTER and conf.recommended is start and conf.restarts == 0
+    assert conf.verdict == ("not measurably better than the start: the search's best, steps 4 · mem 0.88, read −8 % "
+                            "(±4 %) (worse) at C=16 over the start; keep the start")
