@@ -125,6 +125,27 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_befo
     shown = await bot.say(f"show {job.id}")
     assert shown.tables[0].title.startswith("tune: 7 configurations")
     assert "✗ steps 4 · mem 0.9:" in shown.text and "Confirming steps 3 · mem 0.9: search read" in shown.text
+    # Every benchmark of a job sends prompts of its own, as the servers received them (a prompt cache would serve a
+    # repeated prompt from an earlier run): each measured trial ran on its own server and no two trials of the tune
+    # shared a prompt; then two `bench`es of one running server (a re-run) share none either.
+    def benchmark_prompts(records: list[dict[str, object]]) -> list[str]:  # the benchmark streams; the ramp and
+        return [str(r["prompt"]) for r in records if r["stream"]]  # the readiness probe do not
+
+    tuned = bot.sim.received()
+    by_server: dict[object, set[str]] = {}
+    for rec in tuned:
+        if benchmark_prompts([rec]):
+            by_server.setdefault(rec["pid"], set()).add(str(rec["prompt"]))
+    assert len(by_server) == len(runs) >= 4, {pid: len(ps) for pid, ps in by_server.items()}
+    assert sum(len(ps) for ps in by_server.values()) == len(set().union(*by_server.values())), "a prompt was resent"
+    sent: list[set[str]] = []
+    for _ in range(2):
+        n = len(bot.sim.received())
+        rerun = await bot.wait_job(_job_id((await bot.say("bench c=16")).text), timeout=120)
+        assert rerun.state == "succeeded", rerun.summary
+        sent.append(set(benchmark_prompts(bot.sim.received()[n:])))
+    assert len(sent[0]) == len(sent[1]) >= BENCH["requests_per_level"] and not sent[0] & sent[1]
+    assert not (sent[0] | sent[1]) & set().union(*by_server.values())
 
 
 @pytest.mark.slow
