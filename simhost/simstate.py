@@ -5,7 +5,8 @@ Keys: `residual_gib` (GPU headroom a CUDA OOM crash leaves lost, see `simhost.sg
 stays held). Small JSON, replaced atomically; stdlib only.
 
 Also the sim's record of what its servers received (`DIR/sim/received.jsonl`: one line per generation request, the
-serving process's pid, whether it streams and the prompt's text), for tests that check what a benchmark sent at the wire.
+serving process's pid, whether it streams and the prompt's text), for tests that check what a benchmark sent at the
+wire.
 """
 
 from __future__ import annotations
