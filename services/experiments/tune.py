@@ -53,7 +53,7 @@ import asyncio
 import math
 import random
 import statistics
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -445,7 +445,7 @@ def _held_memory_note(search: TuneSearch, candidate: Point, got: Point) -> str:
 
 
 async def confirm_best(search: TuneSearch, start: Point, measure: Measure, *, baseline: float | None,
-                       baseline_runs: int = 1) -> Confirmation:
+                       baseline_runs: int = 1, earlier: Sequence[Point] = ()) -> Confirmation:
     """Confirm the search's pick before the verdict. The pick is the fastest of many noisy single measurements, so
     its own figure reads high (the winner's curse); `measure` deploys it again (a real restart) and benchmarks it
     with new prompts, and the verdict against the start's `baseline` is that confirming run's alone.
@@ -458,7 +458,11 @@ async def confirm_best(search: TuneSearch, start: Point, measure: Measure, *, ba
     * the confirming run is not measurably better than the start (within noise, too noisy to tell, or worse): the
       verdict says "not measurably better than the start" and the recommendation is the start — unless the start
       itself does not meet the goal (a TTFT limit it breaks), when the confirmed point that meets it is recommended.
+
+    `earlier`: confirming runs a resumed tune's earlier job finished (its `tune-confirm` steps): a candidate among
+    them is answered from that run, without a restart (its restart still counts, as a resumed point's does).
     """
+    done_before = {key_of(p.changes): p for p in earlier}
     goal, noise = search.goal, search.noise
     choice = search.choose()
     search_best = choice.best.to_json() if choice.best is not None else None
@@ -494,10 +498,12 @@ async def confirm_best(search: TuneSearch, start: Point, measure: Measure, *, ba
                                     search_best)
             ending = f"the next best, {label}, read {pre.figure()} against the start in the search"
             break
-        got = await measure(best)
+        resumed = done_before.pop(key_of(best.changes), None)
+        got = resumed if resumed is not None else await measure(best)
         run: dict[str, Any] = {"label": label, "changes": dict(best.changes), "search_throughput": searched,
                                "throughput": got.throughput, "ttft_p95_ms": got.ttft_p95_ms, "status": got.status,
-                               "why": got.why, "run_id": got.run_id, "restarted": got.restarted}
+                               "why": got.why, "run_id": got.run_id, "restarted": got.restarted,
+                               "resumed": resumed is not None}
         runs.append(run)
         if not got.feasible:
             why = (got.why or got.status) + _held_memory_note(search, best, got)
@@ -679,15 +685,9 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
             d["point"] = point.to_json()
         return point
 
-    # confirming runs an earlier job of a resumed tune finished: not restarted for again
-    confirmed_before = {key_of(p.changes): p for p in (Point.from_json(d) for d in params.get("confirmed") or [])}
-
     async def confirm(candidate: Point) -> Point:
         """The candidate deployed again on top of the start, so it restarts even when the last trial left it
         running (a failure rolls back to the start, the job's end state anyway)."""
-        earlier = confirmed_before.pop(key_of(candidate.changes), None)
-        if earlier is not None:
-            return earlier
         await exp.progress(ctx, f"confirming {changes_label(candidate.changes)}",
                            "a fresh restart and new prompts: the verdict is this run's")
         point = await measure(start, candidate.changes)
@@ -704,7 +704,8 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
         await search_loop(search, evaluate, gate, progress)
         baseline, baseline_runs = await start_baseline(exp, host, start.id, goal.concurrency, start_point)
         confirmation = await confirm_best(search, start_point, confirm, baseline=baseline,
-                                          baseline_runs=baseline_runs)
+                                          baseline_runs=baseline_runs,  # those a resumed tune's job finished
+                                          earlier=[Point.from_json(d) for d in params.get("confirmed") or []])
     except JobCancelled:
         await exp.restore(ctx, ops, start, reason="cancelled")
         raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {start.id}") from None

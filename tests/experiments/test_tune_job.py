@@ -192,3 +192,42 @@ async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarti
     assert r["restarts"] == r["search_restarts"] + 1 and r["best"]["start"], r["confirmation"]
     assert "ran out of memory after it in this tune" in r["verdict"], r["verdict"]
     assert bot.unit_text() == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(450)  # two short tunes: ~1 min on a quiet machine
+async def test_a_tune_cancelled_during_its_confirmation_puts_the_start_back_and_resumes_to_a_confirmed_answer(
+        make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH)
+    before = bot.unit_text()
+    # a grid of two: the start (steps 3) and steps 4 (faster at C=8, simhost/sglang/model.py: 14 slots hold 8
+    # requests): one trial, then the confirming run of steps 4
+    job_id = _job_id((await bot.say("tune steps 3,4 for throughput at 8")).text)
+    for _ in range(2400):
+        if await bot.core.jobs.step_details(job_id, "tune-point"):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the search's trial never finished")
+    await bot.say(f"cancel {job_id}")  # the search is over: this lands in the confirmation
+    job = await bot.wait_job(job_id, timeout=180)
+    assert job.state == "cancelled", (job.state, job.summary)
+    assert "back on revision" in job.summary
+    assert not await bot.core.jobs.step_details(job_id, "tune-confirm")
+    assert bot.unit_text() == before
+    async with httpx.AsyncClient(timeout=10) as client:
+        ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
+                               json={"model": "x", "prompt": "hi", "max_tokens": 4})
+    assert ok.status_code == 200
+    # resumed: the trial is not restarted again; the confirmation (never finished) is run now
+    second = await bot.wait_job(_job_id((await bot.say(f"tune resume {job_id}")).text), timeout=300)
+    assert second.state == "succeeded", second.summary
+    r = second.result
+    assert r["resumed"] == 1 and not await bot.core.jobs.step_details(second.id, "tune-point")
+    (confirming,) = r["confirmation"]["runs"]
+    assert confirming["label"] == "steps 4" and not confirming["resumed"] and confirming["throughput"] > 0
+    assert [d["point"]["status"] for d in await bot.core.jobs.step_details(second.id, "tune-confirm")] == ["ok"]
+    assert r["restarts"] == 2 and r["search_restarts"] == 1  # job 1's trial and this job's confirming run
+    assert r["confirmation"]["status"] == "confirmed" and "by its confirming run" in r["verdict"], r["verdict"]
+    assert r["best"]["label"] == "steps 4"
+    assert bot.unit_text() == before

@@ -372,3 +372,16 @@ async def test_no_restart_for_a_candidate_whose_search_figure_already_loses_to_t
     assert not measure.asked and conf.status == NOT_BETTER and conf.recommended is start and conf.restarts == 0
     assert conf.verdict == ("not measurably better than the start: the search's best, steps 4 · mem 0.88, read −8 % "
                             "(±4 %) (worse) at C=16 over the start; keep the start")
+
+
+async def test_a_resumed_tune_answers_a_confirmation_its_earlier_job_finished_without_a_restart() -> None:
+    from services.experiments.tune import CONFIRMED, confirm_best
+
+    search, start = _searched()
+    earlier = Point({A: "4", B: "0.88"}, FAILED, why="crashed under the ramp", restarted=True)  # job 1's, as stored
+    measure = Confirmer((OK, 1150.0, ""))
+    conf = await confirm_best(search, start, measure, baseline=1000.0, earlier=[Point.from_json(earlier.to_json())])
+    assert measure.asked == [{A: "2", B: "0.88"}]  # steps 4's confirmation is job 1's: not restarted again
+    assert [(r["label"], r["resumed"], r["outcome"]) for r in conf.runs] == [
+        ("steps 4 · mem 0.88", True, "failed"), ("steps 2 · mem 0.88", False, CONFIRMED)]
+    assert conf.restarts == 2  # its restart counts, as a resumed point's does
