@@ -18,8 +18,8 @@ repeats, `verdicts.PRIOR_RUN_SD_PCT`). The search runs through the same code the
 (`services.experiments.tune.TuneSearch` + `search_loop` + `forecast_refusal` with the real capacity forecast
 fitted on the tune's own measured starts), then the job's confirmation of the pick (`confirm_best`: one more
 restart, measured with the same noise; the verdict and the recommendation are that run's); only the trial itself
-(deploy, ramp, benchmark) is replaced by the model. Restarts count the confirming ones. For comparison the same loop runs with Optuna's `RandomSampler` in place of TPE (same budget, same
-gates and stopping rules). The grid evaluates all 64 configurations with the same noise and chooses with the same rule
+(deploy, ramp, benchmark) is replaced by the model. Restarts count the confirming ones. For comparison the same
+loop runs with Optuna's `RandomSampler` in place of TPE (same budget, same gates and stopping rules). The grid evaluates all 64 configurations with the same noise and chooses with the same rule
 (`TuneSearch.choose`; the grid is not confirmed). A run is "within noise" when its recommendation (after the
 confirmation: the start when the pick was not measurably better) truly meets the constraint and its true
 throughput is within the 95 % noise band (1.96 x sqrt(2) x 1.5 % = 4.2 %) of the true optimum's;
