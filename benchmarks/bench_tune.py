@@ -13,18 +13,19 @@ gives each configuration's truth:
 * TTFT p95: the prefill of the batch; when max running < C the queued requests wait a whole request
   (output 256 tokens) for their first token.
 
-Each measured throughput is the truth times 1 + N(0, 1.5 %) (the run-to-run noise pitcrew assumes without
-repeats, `verdicts.PRIOR_RUN_SD_PCT`). The search runs through the same code the `tune` job runs
-(`services.experiments.tune.TuneSearch` + `search_loop` + `forecast_refusal` with the real capacity forecast
-fitted on the tune's own measured starts), then the job's confirmation of the pick (`confirm_best`: one more
-restart, measured with the same noise; the verdict and the recommendation are that run's); only the trial itself
-(deploy, ramp, benchmark) is replaced by the model. Restarts count the confirming ones. For comparison the same
-loop runs with Optuna's `RandomSampler` in place of TPE (same budget, same gates and stopping rules). The grid evaluates all 64 configurations with the same noise and chooses with the same rule
-(`TuneSearch.choose`; the grid is not confirmed). A run is "within noise" when its recommendation (after the
-confirmation: the start when the pick was not measurably better) truly meets the constraint and its true
-throughput is within the 95 % noise band (1.96 x sqrt(2) x 1.5 % = 4.2 %) of the true optimum's;
-`pick_within_noise` judges the search's pick before the confirmation, and `search_bias_pct_mean` /
-`confirm_bias_pct_mean` how far the pick's search figure and its confirming run read above its truth.
+Each measured throughput is the truth times 1 + N(0, 1.5 %) (the run-to-run noise pitcrew assumes without repeats,
+`verdicts.PRIOR_RUN_SD_PCT`). The search runs through the same code the `tune` job runs
+(`services.experiments.tune.TuneSearch` + `search_loop` + `forecast_refusal` with the real capacity forecast fitted
+on the tune's own measured starts), then the job's confirmation of the pick (`confirm_best`: one more restart,
+measured with the same noise; the verdict and the recommendation are that run's); only the trial itself (deploy,
+ramp, benchmark) is replaced by the model. Restarts count the confirming ones. For comparison the same loop runs
+with Optuna's `RandomSampler` in place of TPE (same budget, same gates and stopping rules). The grid evaluates all
+64 configurations with the same noise and chooses with the same rule (`TuneSearch.choose`; the grid is not
+confirmed). A run is "within noise" when its recommendation (after the confirmation: the start when the pick was not
+measurably better) truly meets the constraint and its true throughput is within the 95 % noise band (1.96 x sqrt(2)
+x 1.5 % = 4.2 %) of the true optimum's; `pick_within_noise` judges the search's pick before the confirmation, and
+`search_bias_pct_mean` / `confirm_bias_pct_mean` how far the pick's search figure and its confirming run read above
+its truth.
 
 `left_down` cannot come from the model: the script also runs one full `tune` job (the real router, job runner,
 SQLite and a SimHost over SSH at time scale 0.01, the `healthy` scenario: steps 3, mem 0.88) over steps 2..4 x mem
