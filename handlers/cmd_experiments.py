@@ -139,8 +139,9 @@ async def do_sweep(ctx: HandlerContext, msg: ChatMessage, cmd: Sweep) -> Reply:
          parse=parse_tune, render=render_tune, role="experimenter", confirm="tune")
 async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     """Search several flags at once for the best throughput at a concurrency (under a TTFT limit), in a fraction
-    of a grid's restarts; answers with the best configuration, the Pareto front and an Apply button. `tune resume
-    <job>` continues a cancelled or interrupted tune without restarting for what it measured."""
+    of a grid's restarts; the best is confirmed by one more restart before the verdict, and the answer is that
+    configuration (or keep the start), the Pareto front and an Apply button. `tune resume <job>` continues a
+    cancelled or interrupted tune without restarting for what it measured."""
     host = ctx.resolve_host(msg, cmd.host)
     known: list[dict[str, Any]] = []
     confirmed: list[dict[str, Any]] = []

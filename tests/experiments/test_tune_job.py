@@ -85,9 +85,8 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_befo
     # The confirming run of the pick: steps 4 · mem 0.9's CUDA OOM (after the search's run of steps 3 · mem 0.9, in
     # this job's seeded order) left the simulated GPUs' 0.75 GiB residual (simhost/sglang/model.py), and with it 16
     # requests of 4 draft tokens need more workspace than mem 0.9 leaves: the confirmation dies where the search's
-    # run did not. It is rolled back; the next best (steps 2, ~21 % slower than the start in the search) is not
-    # worth a restart, and the answer keeps the start and says why.
-    (run,) = conf["runs"]
+    # run did not. It is rolled back, and the answer says why.
+    run = conf["runs"][0]
     assert run["label"] == "steps 3 · mem 0.9" and run["outcome"] == "failed" and run["restarted"], conf
     assert run["search_throughput"] == conf["search_best"]["throughput"] > 0
     assert "its run in the search did not fail, and steps 4 · mem 0.9 ran out of memory after it" in run["why"]
@@ -95,32 +94,44 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_befo
     pick = by_label["steps 3 · mem 0.9"]
     assert pick["status"] == "failed" and pick["why"].startswith("its confirming run: "), pick
     assert pick["throughput"] == run["search_throughput"] and pick["ttft_p95_ms"] < 250  # the search's figures
-    assert conf["status"] == "unconfirmed" and r["best"]["label"] == "steps 3 · mem 0.88" and r["best"]["start"]
-    assert r["verdict"].startswith("nothing confirmed: steps 3 · mem 0.9's confirming run failed: ")
-    assert re.search(r"; the next best, steps 2 · mem 0\.(9|84), read −\d+ % \(±\d+ %\) against the start in the "
-                     r"search: keep the start$", r["verdict"]), r["verdict"]
-    # the confirming restart is counted
-    assert r["restarts"] == r["search_restarts"] + 1 <= 6
+    # The next best is steps 2 (~21 % slower than the start by the model): not worth a restart, and the start is
+    # kept. The simulated server's figures are real timings, though: on a busy machine an unlucky start reads low
+    # enough that steps 2 is not measurably below it, and steps 2 is confirmed (once: at most two confirming runs).
+    if len(conf["runs"]) == 1:
+        assert conf["status"] == "unconfirmed" and r["best"]["label"] == "steps 3 · mem 0.88" and r["best"]["start"]
+        assert r["verdict"].startswith("nothing confirmed: steps 3 · mem 0.9's confirming run failed: ")
+        assert re.search(r"; the next best, steps 2 · mem 0\.(9|84), read −\d+ % \(±\d+ %\) against the start in "
+                         r"the search: keep the start$", r["verdict"]), r["verdict"]
+    else:
+        (_, second) = conf["runs"]
+        assert second["label"].startswith("steps 2 · ") and second["restarted"], conf
+        recommended = second["label"] if conf["status"] == "confirmed" else "steps 3 · mem 0.88"
+        assert r["best"]["label"] == recommended, conf
+    # the confirming restarts are counted
+    assert r["restarts"] == r["search_restarts"] + len(conf["runs"])
     # the host is back on its starting configuration and serves
     assert bot.unit_text() == before
     async with httpx.AsyncClient(timeout=10) as client:
         ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
                                json={"model": "x", "prompt": "hi", "max_tokens": 4})
     assert ok.status_code == 200
-    # every trial is a try's record: a stored run per measured point (the confirmation died under the ramp)
+    # every trial is a try's record: a stored run per measured point and confirming run (the pick's died under the
+    # ramp: none for it)
     runs = await bot.core.results.for_job(job.id)
-    assert len(runs) == sum(1 for p in r["points"] if p["run_id"] is not None)
-    confirms = await bot.core.jobs.step_details(job.id, "tune-confirm")
-    assert [d["point"]["status"] for d in confirms] == ["failed"]  # durable: `tune resume` would not redo it
+    assert len(runs) == sum(1 for p in [*r["points"], *conf["runs"]] if p["run_id"] is not None)
+    confirms = await bot.core.jobs.step_details(job.id, "tune-confirm")  # durable: `tune resume` would not redo it
+    assert [d["point"]["status"] for d in confirms][:1] == ["failed"] and len(confirms) == len(conf["runs"])
     (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:tune")
     text = summary.reply.text
-    assert "keep the start *steps 3 · mem 0.88* — nothing confirmed" in text, text
+    keep = bool(r["best"]["start"])
+    assert (f"keep the start *steps 3 · mem 0.88* — {r['verdict']}" if keep else
+            f"best *{r['best']['label']}* — {r['verdict']}") in text, text
     assert (f"Confirming steps 3 · mem 0.9: search read {run['search_throughput']:,.0f} tok/s at C=16, confirmation "
             "failed: ") in text, text
     assert "✗ steps 4 · mem 0.9: steps 4 · mem 0.9 on " in text and "crashed under the ramp at C=16" in text
     assert "✗ steps 3 · mem 0.9: its confirming run: " in text
     assert summary.reply.attachments[0].content.startswith(b"\x89PNG")
-    assert not summary.reply.buttons  # nothing to apply: the start is kept
+    assert len(summary.reply.buttons) == (0 if keep else 1)  # nothing to apply when the start is kept
     # `show` lists the whole search first, and why each failure failed
     shown = await bot.say(f"show {job.id}")
     assert shown.tables[0].title.startswith("tune: 7 configurations")
@@ -188,9 +199,11 @@ async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarti
     assert not again & {tuple(sorted(p["changes"].items())) for p in measured}  # no restart for them again
     r = second.result
     assert r["search_restarts"] <= 6 and r["confirmation"]["search_best"]["label"] == "steps 3 · mem 0.9"
-    # its confirmation meets the residual steps 4 · mem 0.9's crash left (as in the test above): the start is kept
-    assert r["restarts"] == r["search_restarts"] + 1 and r["best"]["start"], r["confirmation"]
-    assert "ran out of memory after it in this tune" in r["verdict"], r["verdict"]
+    # its confirmation meets the residual steps 4 · mem 0.9's crash left (as in the test above)
+    first = r["confirmation"]["runs"][0]
+    assert first["label"] == "steps 3 · mem 0.9" and first["outcome"] == "failed", r["confirmation"]
+    assert "ran out of memory after it in this tune" in first["why"], first["why"]
+    assert r["restarts"] == r["search_restarts"] + len(r["confirmation"]["runs"])
     assert bot.unit_text() == before
 
 
@@ -228,6 +241,11 @@ async def test_a_tune_cancelled_during_its_confirmation_puts_the_start_back_and_
     assert confirming["label"] == "steps 4" and not confirming["resumed"] and confirming["throughput"] > 0
     assert [d["point"]["status"] for d in await bot.core.jobs.step_details(second.id, "tune-confirm")] == ["ok"]
     assert r["restarts"] == 2 and r["search_restarts"] == 1  # job 1's trial and this job's confirming run
-    assert r["confirmation"]["status"] == "confirmed" and "by its confirming run" in r["verdict"], r["verdict"]
-    assert r["best"]["label"] == "steps 4"
+    # steps 4 is ~15 % faster at C=8 by the model; the band is the noise the start's two runs show, which a busy
+    # machine can widen past that
+    if r["confirmation"]["status"] == "confirmed":
+        assert "by its confirming run" in r["verdict"] and r["best"]["label"] == "steps 4", r["verdict"]
+    else:
+        assert r["confirmation"]["status"] == "not better" and r["best"]["start"], r["confirmation"]
+        assert r["verdict"].startswith("not measurably better than the start: steps 4's confirming run read ")
     assert bot.unit_text() == before
