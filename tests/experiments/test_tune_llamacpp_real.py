@@ -50,7 +50,8 @@ async def test_a_tune_of_draft_tokens_and_slots_ends_with_chart_best_and_verdict
     by_label = {p["label"]: p for p in r["points"]}
     start = by_label["draft tokens 3 · max running 2"]  # the unit's --spec-ngram-simple-size-m 3 and -np 2
     assert start["start"] and not start["restarted"] and start["throughput"] > 0, r["points"]
-    assert r["restarts"] <= 3 and r["left_down"] == 0
+    assert r["search_restarts"] <= 3 and r["left_down"] == 0
+    assert r["restarts"] == r["search_restarts"] + r["confirmation"]["restarts"] <= 4  # one confirming restart
     assert len(by_label) == 4, r["points"]
     for p in r["points"]:
         assert p["status"] == "ok" and p["throughput"] > 0, p  # real tokens from a real CPU
