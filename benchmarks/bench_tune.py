@@ -13,14 +13,19 @@ gives each configuration's truth:
 * TTFT p95: the prefill of the batch; when max running < C the queued requests wait a whole request
   (output 256 tokens) for their first token.
 
-Each measured throughput is the truth times 1 + N(0, 1.5 %) (the run-to-run noise pitcrew assumes without
-repeats, `verdicts.PRIOR_RUN_SD_PCT`). The search runs through the same code the `tune` job runs
-(`services.experiments.tune.TuneSearch` + `search_loop` + `forecast_refusal` with the real capacity forecast
-fitted on the tune's own measured starts); only the trial itself (deploy, ramp, benchmark) is replaced by the
-model. For comparison the same loop runs with Optuna's `RandomSampler` in place of TPE (same budget, same
-gates and stopping rules). The grid evaluates all 64 configurations with the same noise and chooses with the same rule
-(`TuneSearch.choose`). A run is "within noise" when its answer truly meets the constraint and its true
-throughput is within the 95 % noise band (1.96 x sqrt(2) x 1.5 % = 4.2 %) of the true optimum's.
+Each measured throughput is the truth times 1 + N(0, 1.5 %) (the run-to-run noise pitcrew assumes without repeats,
+`verdicts.PRIOR_RUN_SD_PCT`). The search runs through the same code the `tune` job runs
+(`services.experiments.tune.TuneSearch` + `search_loop` + `forecast_refusal` with the real capacity forecast fitted
+on the tune's own measured starts), then the job's confirmation of the pick (`confirm_best`: one more restart,
+measured with the same noise; the verdict and the recommendation are that run's); only the trial itself (deploy,
+ramp, benchmark) is replaced by the model. Restarts count the confirming ones. For comparison the same loop runs
+with Optuna's `RandomSampler` in place of TPE (same budget, same gates and stopping rules). The grid evaluates all
+64 configurations with the same noise and chooses with the same rule (`TuneSearch.choose`; the grid is not
+confirmed). A run is "within noise" when its recommendation (after the confirmation: the start when the pick was not
+measurably better) truly meets the constraint and its true throughput is within the 95 % noise band (1.96 x sqrt(2)
+x 1.5 % = 4.2 %) of the true optimum's; `pick_within_noise` judges the search's pick before the confirmation, and
+`search_bias_pct_mean` / `confirm_bias_pct_mean` how far the pick's search figure and its confirming run read above
+its truth.
 
 `left_down` cannot come from the model: the script also runs one full `tune` job (the real router, job runner,
 SQLite and a SimHost over SSH at time scale 0.01, the `healthy` scenario: steps 3, mem 0.88) over steps 2..4 x mem
@@ -78,6 +83,7 @@ from services.experiments.tune import (  # noqa: E402
     Point,
     TuneKnob,
     TuneSearch,
+    confirm_best,
     default_budget,
     forecast_refusal,
     goal_status,
@@ -154,6 +160,10 @@ class ModelHost:
     async def evaluate(self, changes: dict[str, str]) -> Point:
         return self.measure(changes)
 
+    async def confirm(self, candidate: Point) -> Point:
+        """The confirming run: a restart of the candidate and a fresh measurement with the model's noise."""
+        return self.measure(candidate.changes)
+
     async def gate(self, changes: dict[str, str]) -> str | None:
         fc = forecast(config_point(self.argv_of(changes)), self.history)
         return forecast_refusal(fc, GOAL, changes)
@@ -171,16 +181,28 @@ async def one_tune(seed: int, opt_thr: float, *, random_sampler: bool = False) -
     sampler = optuna.samplers.RandomSampler(seed=seed) if random_sampler else None
     search = TuneSearch(KNOBS, GOAL, seed=seed, budget=default_budget(KNOBS), noise=measure_noise({}, 16),
                         sampler=sampler)
-    search.seed_point(host.measure(START, restarted=False))
+    start = host.measure(START, restarted=False)
+    search.seed_point(start)
     t0 = time.process_time()
     await search_loop(search, host.evaluate, host.gate)
     cpu = time.process_time() - t0
-    best = search.choose().best
+    pick = search.choose().best
     failed = sum(1 for p in search.order if p.status == FAILED)
     refused = sum(1 for p in search.order if p.status == "refused")
-    return {"seed": seed, "restarts": search.restarts, "failed": failed, "refused_before_restart": refused,
-            "best": best.changes if best else None, "within_noise": judge(best, opt_thr), "stopped": search.stopped,
-            "cpu_s": round(cpu, 2)}
+    # the job's confirmation of the pick before the verdict (the start's one measurement is the baseline)
+    conf = await confirm_best(search, start, host.confirm, baseline=start.throughput)
+    best = conf.recommended
+    run = conf.runs[-1] if conf.runs else {}
+    bias = {}  # how far the pick's search figure and its confirming run read above its truth (the winner's curse)
+    if run.get("throughput") and run.get("search_throughput"):
+        t = truth(run["changes"])["throughput"]
+        bias = {"search_bias_pct": 100.0 * (run["search_throughput"] / t - 1.0),
+                "confirm_bias_pct": 100.0 * (run["throughput"] / t - 1.0)}
+    return {"seed": seed, "restarts": search.restarts + conf.restarts, "search_restarts": search.restarts,
+            "confirm_restarts": conf.restarts, "confirmation": conf.status, "failed": failed,
+            "refused_before_restart": refused, "pick": pick.changes if pick else None,
+            "pick_within_noise": judge(pick, opt_thr), "best": best.changes if best else None,
+            "within_noise": judge(best, opt_thr), "stopped": search.stopped, "cpu_s": round(cpu, 2), **bias}
 
 
 def one_grid(seed: int, opt_thr: float) -> dict[str, Any]:
@@ -241,8 +263,14 @@ async def run_job(chart: str | None = None, engine: str = "sglang") -> dict[str,
                 png = await charts.tune_png(res)
                 if png:
                     Path(chart).write_bytes(png)
+            conf = res.get("confirmation") or {}
             return {"state": job.state, "wall_s": round(wall, 1), "restarts": res.get("restarts"),
-                    "grid": res.get("grid"), "best": (res.get("best") or {}).get("label"),
+                    "search_restarts": res.get("search_restarts"), "grid": res.get("grid"),
+                    "best": (res.get("best") or {}).get("label"),
+                    "search_best": (conf.get("search_best") or {}).get("label"), "confirmation": conf.get("status"),
+                    "confirming_runs": [(r.get("label"), r.get("search_throughput"), r.get("throughput"),
+                                         r.get("outcome")) for r in conf.get("runs") or []],
+                    "verdict": res.get("verdict"),
                     "failed": [p["label"] for p in pts if p["status"] == FAILED],
                     "refused": [p["label"] for p in pts if p["status"] == "refused"],
                     "left_down": int(res.get("left_down") or 0) + (0 if restored else 1), "restored": restored}
@@ -314,6 +342,12 @@ async def run_llamacpp(concurrency: int, requests: int, repeats: int, chart: str
                                       json={"model": "x", "prompt": "hi", "max_tokens": 4})
             restored = Path(sim.unit_path).read_text() == before and r.status_code == 200
             best = res.get("best") or {}
+            conf = res.get("confirmation") or {}
+            for r in conf.get("runs") or []:
+                print(f"  confirming {r.get('label')}: search read {r.get('search_throughput') or 0:.1f}, confirmation "
+                      f"{r.get('throughput') or 0:.1f} tok/s ({r.get('outcome')})", flush=True)
+            # the tune's figure for its recommendation: its confirming run's (the verdict's), not the search's
+            tune_figure = conf.get("throughput") if conf.get("status") == "confirmed" else best.get("throughput")
             follow: list[float | None] = []
             if best and not best.get("start"):
                 from handlers.commands import Try
@@ -335,15 +369,19 @@ async def run_llamacpp(concurrency: int, requests: int, repeats: int, chart: str
                 "tune_wall_s": round(tune_wall, 1), "restarts": res.get("restarts"), "grid": res.get("grid"),
                 "left_down": int(res.get("left_down") or 0) + (0 if restored else 1),
                 "tune_noise_pct": res.get("noise_pct"), "best": best.get("label"),
-                "best_tok_s": best.get("throughput"), "start_tok_s": (res.get("start") or {}).get("throughput"),
+                "search_best": (conf.get("search_best") or {}).get("label"), "confirmation": conf.get("status"),
+                "search_tok_s": (conf.get("search_best") or {}).get("throughput"),
+                "confirm_tok_s": conf.get("throughput"),
+                "search_restarts": res.get("search_restarts"),
+                "best_tok_s": tune_figure, "start_tok_s": (res.get("start") or {}).get("throughput"),
                 "tune_verdict": res.get("verdict"), "start_benches": start_benches, "follow_up": follow,
                 "noise_pct_end": round(noise.sd_pct, 2), "noise_source": noise.source}
-            if best.get("throughput") and follow_figs and start_figs:
+            if tune_figure and not best.get("start") and follow_figs and start_figs:
                 follow_med = statistics.median(follow_figs)
                 start_med = statistics.median(start_figs)
-                same = compare_samples((), (), new_median=follow_med, old_median=float(best["throughput"]),
+                same = compare_samples((), (), new_median=follow_med, old_median=float(tune_figure),
                                        noise=noise, concurrency=c)
-                tune_cmp = compare_samples((), (), new_median=float(best["throughput"]), old_median=start_med,
+                tune_cmp = compare_samples((), (), new_median=float(tune_figure), old_median=start_med,
                                            noise=noise, concurrency=c)
                 follow_cmp = compare_samples((), (), new_median=follow_med, old_median=start_med, noise=noise,
                                              concurrency=c)
@@ -358,7 +396,15 @@ async def run_llamacpp(concurrency: int, requests: int, repeats: int, chart: str
                            consistent=abs(same.change_pct) <= same.band_pct
                            and tune_cmp.outcome == follow_cmp.outcome)
             elif best.get("start"):
-                out.update(consistent=None, note="the tune kept the start: nothing to apply")
+                # the tune recommends keeping the start (the start was the best found, or its pick's confirmation
+                # was not measurably better or failed): consistent when the follow-up benches of the start, which
+                # the script then runs on the restored unit, are not measurably different from the start before
+                out.update(consistent=None, note=f"the tune kept the start ({conf.get('status')}): nothing to apply")
+                if follow_figs and start_figs:
+                    keep = compare_samples((), (), new_median=statistics.median(follow_figs),
+                                           old_median=statistics.median(start_figs), noise=noise, concurrency=c)
+                    if keep is not None:
+                        out.update(follow_up_vs_start=keep.text(), consistent=keep.outcome not in (BETTER, WORSE))
             return out
 
 
@@ -386,17 +432,28 @@ async def main() -> None:
     grids = [one_grid(seed, opt_thr) for seed in range(args.runs)]
     randoms = [await one_tune(seed, opt_thr, random_sampler=True) for seed in range(args.runs)]
     for t in tunes:
-        print(f"tune seed {t['seed']}: {t['restarts']} restarts ({t['failed']} failed, {t['refused_before_restart']} "
-              f"refused before a restart), best {t['best']}, within noise {t['within_noise']}; {t['stopped']}")
+        print(f"tune seed {t['seed']}: {t['restarts']} restarts ({t['confirm_restarts']} confirming; {t['failed']} "
+              f"failed, {t['refused_before_restart']} refused before a restart), pick {t['pick']} "
+              f"({t['confirmation']}), recommended {t['best']}, within noise {t['within_noise']}; {t['stopped']}")
     for g in grids:
         print(f"grid seed {g['seed']}: {g['restarts']} restarts, best {g['best']}, within noise {g['within_noise']}")
     job = None if args.no_job else await run_job(args.chart, args.job_engine)
     if job is not None:
         print(f"tune job on the simulated host: {job}")
     restarts = statistics.fmean(t["restarts"] for t in tunes)
+    biased = [t for t in tunes if "search_bias_pct" in t]
     out = {"runs": args.runs, "within_noise": sum(t["within_noise"] for t in tunes),
+           "pick_within_noise": sum(t["pick_within_noise"] for t in tunes),
            "restarts_pct_of_grid": round(100.0 * restarts / grid_n, 1),
+           "restarts_max_pct_of_grid": round(100.0 * max(t["restarts"] for t in tunes) / grid_n, 1),
            "restarts_mean": round(restarts, 1), "restarts_max": max(t["restarts"] for t in tunes),
+           "confirm_restarts_mean": round(statistics.fmean(t["confirm_restarts"] for t in tunes), 2),
+           "confirmations": {s: sum(1 for t in tunes if t["confirmation"] == s)
+                             for s in sorted({t["confirmation"] for t in tunes})},
+           "search_bias_pct_mean": round(statistics.fmean(t["search_bias_pct"] for t in biased), 2) if biased
+           else None,
+           "confirm_bias_pct_mean": round(statistics.fmean(t["confirm_bias_pct"] for t in biased), 2) if biased
+           else None,
            "grid_restarts": grid_n, "grid_within_noise": sum(g["within_noise"] for g in grids),
            "random_sampler_within_noise": sum(r["within_noise"] for r in randoms),
            "random_sampler_restarts_pct_of_grid": round(100.0 * statistics.fmean(r["restarts"] for r in randoms)

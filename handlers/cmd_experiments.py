@@ -139,10 +139,12 @@ async def do_sweep(ctx: HandlerContext, msg: ChatMessage, cmd: Sweep) -> Reply:
          parse=parse_tune, render=render_tune, role="experimenter", confirm="tune")
 async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     """Search several flags at once for the best throughput at a concurrency (under a TTFT limit), in a fraction
-    of a grid's restarts; answers with the best configuration, the Pareto front and an Apply button. `tune resume
-    <job>` continues a cancelled or interrupted tune without restarting for what it measured."""
+    of a grid's restarts; the best is confirmed by one more restart before the verdict, and the answer is that
+    configuration (or keep the start), the Pareto front and an Apply button. `tune resume <job>` continues a
+    cancelled or interrupted tune without restarting for what it measured."""
     host = ctx.resolve_host(msg, cmd.host)
     known: list[dict[str, Any]] = []
+    confirmed: list[dict[str, Any]] = []
     if cmd.resume is not None:
         old = await ctx.domain.jobs.get(cmd.resume)
         if old.kind != "tune":
@@ -158,6 +160,7 @@ async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
                    concurrency=int(p["concurrency"]), ttft_p95_ms=p.get("ttft_p95_ms"), budget=p.get("budget"),
                    host=host, resume=old.id)
         known = [d["point"] for d in await ctx.domain.jobs.step_details(old.id, "tune-point") if "point" in d]
+        confirmed = [d["point"] for d in await ctx.domain.jobs.step_details(old.id, "tune-confirm") if "point" in d]
     knobs = tuple(TuneKnob(flag, values) for flag, values in cmd.knobs)
     grid = grid_size(knobs)
     budget = min(cmd.budget or default_budget(knobs), grid)
@@ -185,9 +188,12 @@ async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     notes = [f"knobs: {shorts} ({grid} configurations in the grid)",
              f"goal: the highest output throughput at C={cmd.concurrency}{limit}",
              f"budget: at most {budget} restarts ({100.0 * budget / grid:.0f} % of the grid's {grid}); the search "
-             "stops sooner when its last restarts find nothing measurably better"]
+             "stops sooner when its last restarts find nothing measurably better",
+             "then 1 more restart confirms the best before the verdict (a fresh start and new prompts: the search's "
+             "figure for the fastest of many runs reads high); 2 if that one fails"]
     if trial_s is not None:
-        notes.append(f"estimated time: up to ~{_minutes((budget + 1) * trial_s)} ({budget} trials and the restore, "
+        notes.append(f"estimated time: up to ~{_minutes((budget + 3) * trial_s)} ({budget} trials, 1-2 confirming "
+                     "runs and the restore, "
                      f"each ~{trial_s:.0f} s from this host's recorded " +
                      ", ".join(f"{n} {steps[n]:.0f} s" for n in TRIAL_STEPS if n in steps) + ")")
     else:
@@ -195,11 +201,12 @@ async def do_tune(ctx: HandlerContext, msg: ChatMessage, cmd: Tune) -> Reply:
     notes.append("the host is put back on its current configuration at the end; Apply runs the best as a try")
     if cmd.resume is not None:
         notes.append(f"resumes job {cmd.resume}: the {len(known)} configurations it measured are not restarted "
-                     f"again (their {sum(1 for k in known if k.get('restarted'))} restarts count against the budget)")
+                     f"again (their {sum(1 for k in known if k.get('restarted'))} restarts count against the budget)"
+                     + (f", nor the {len(confirmed)} it confirmed" if confirmed else ""))
     params: dict[str, Any] = {"knobs": [{"flag": f, "values": list(v)} for f, v in cmd.knobs],
                               "concurrency": cmd.concurrency, "ttft_p95_ms": cmd.ttft_p95_ms, "budget": budget}
     if cmd.resume is not None:
-        params.update(resumes=cmd.resume, known=known)
+        params.update(resumes=cmd.resume, known=known, confirmed=confirmed)
     what = f"tune {shorts} for throughput at C={cmd.concurrency}{limit}"
     reply = await _submit(ctx, msg, kind="tune", host=host, params=params, what=what, notes=tuple(notes),
                           checks=tuple(checks))

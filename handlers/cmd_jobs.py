@@ -105,6 +105,7 @@ async def do_show(ctx: HandlerContext, msg: ChatMessage, cmd: Show) -> Reply:
     tables: list[Table] = []
     if job.kind == "tune" and job.result.get("points"):  # the whole search first, then its runs
         tables.append(views.tune_table(job.result))
+        lines.extend(views.tune_confirmation(job.result))
         lines.extend(views.tune_failures(job.result, limit=50))
     for run in await ctx.domain.results.for_job(job.id):
         prev = await ctx.domain.results.previous(run.host, run.model, before_id=run.id)

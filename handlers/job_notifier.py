@@ -244,8 +244,11 @@ async def _tune_summary(e: JobFinished, result: dict[str, Any]) -> Reply:
     goal = (result.get("goal") or {}).get("text", "")
     best = result.get("best")
     grid, restarts = result.get("grid") or 0, result.get("restarts") or 0
-    lines = [f"Tune for {goal}: best *{best.get('label')}* — {result.get('verdict')}." if best else
+    keep = bool(best and best.get("start"))  # the recommendation is the start: nothing to apply
+    pick = "keep the start" if keep else "best"
+    lines = [f"Tune for {goal}: {pick} *{best.get('label')}* — {result.get('verdict')}." if best else
              f"Tune for {goal}: no configuration met the goal."]
+    lines.extend(views.tune_confirmation(result))
     if result.get("criterion") and best:
         lines.append(f"{result.get('criterion')}.")
     lines.append(f"{restarts} restarts of a {grid}-configuration grid ({100.0 * restarts / max(grid, 1):.0f} %); "
@@ -254,7 +257,7 @@ async def _tune_summary(e: JobFinished, result: dict[str, Any]) -> Reply:
     png = await charts.tune_png(result)
     files = (Attachment(f"tune-job{e.job.id}.png", png, "Pareto front", "image/png"),) if png else ()
     buttons: tuple[Button, ...] = ()
-    if best:
+    if best and not keep:
         apply = render_try(Try(changes=tuple((best.get("changes") or {}).items()), host=e.job.host))
         buttons = (Button("Apply", apply, "primary"),)
     return Reply(text="\n".join(lines), tables=(views.tune_table(result),), attachments=files, buttons=buttons,

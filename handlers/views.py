@@ -143,6 +143,20 @@ def tune_table(result: dict[str, Any], max_rows: int = 40) -> Table:
                  rows=tuple(rows), title=title)
 
 
+def tune_confirmation(result: dict[str, Any]) -> list[str]:
+    """One line per confirming run of a tune's pick: the search's figure that selected it next to the confirming
+    run's (a fresh restart with new prompts; the verdict is the confirmation's), or why the confirmation failed."""
+    c = (result.get("goal") or {}).get("concurrency", "?")
+    lines = []
+    for r in (result.get("confirmation") or {}).get("runs") or []:
+        head = f"Confirming {r.get('label')}: search read {fmt_num(r.get('search_throughput'))} tok/s at C={c}, "
+        if r.get("outcome") == "failed":
+            lines.append(head + f"confirmation failed: {str(r.get('why') or r.get('status'))[:300]}.")
+        else:
+            lines.append(head + f"confirmation {fmt_num(r.get('throughput'))} (a fresh restart, new prompts).")
+    return lines
+
+
 def tune_failures(result: dict[str, Any], limit: int = 8) -> list[str]:
     """One line per configuration that failed or was refused, with why."""
     bad = [p for p in result.get("points") or [] if p.get("status") in ("failed", "refused")]

@@ -125,6 +125,11 @@ class SimHost:
     def server_url(self) -> str:
         return f"http://127.0.0.1:{self.server_port}"
 
+    def received(self) -> list[dict[str, Any]]:
+        """What the simulated SGLang servers received, in order: per generation request
+        ``{"pid": the serving process, "stream": bool, "prompt": text}`` (`simstate.record_received`)."""
+        return simstate.received(self.root)
+
     @property
     def placed_pids(self) -> list[int]:
         """The pids of the processes the sim placed on the host (faults), as the host's own tools see them."""

@@ -7,7 +7,8 @@ with a constraint per trial so infeasible points rank below every feasible one) 
 restarts only for the ones worth it:
 
 * the starting configuration is benchmarked without a restart and is the first point the sampler learns; the
-  verdict compares the best with the median of every run of the start on the host (`start_baseline`);
+  verdict compares the best's confirming run (below) with the median of every run of the start on the host
+  (`start_baseline`);
 * a point the capacity forecast (`services.experiments.forecast`, fitted on this host's recorded starts,
   including the tune's own) says cannot run the goal's concurrency without queueing — so its TTFT cannot meet
   the limit — is refused before any restart (`forecast_refusal`); the engine's own parser refuses others in the
@@ -21,15 +22,29 @@ restarts only for the ones worth it:
   a row found nothing measurably better than the best so far (the noise band of
   `services.experiments.verdicts` decides "measurably": the search does not chase differences it cannot measure).
 
-Every evaluated point is recorded as a `tune-point` step as it happens, so a tune that was cancelled or interrupted
+After the search, the pick is **confirmed** before the verdict (`confirm_best`): it is the fastest of many noisy
+single measurements, so its own figure reads high (the winner's curse: on the real llama.cpp engine a job said "+8 %
+(±8 %) — better" where a follow-up `bench` of its pick read +2 %). Unless the pick is the start, it is deployed
+again on top of the start (a real restart, the trial path with its rollback on failure) and benchmarked with new
+prompts, and the verdict is that run's, never the search's figure that selected it. A confirming run that fails
+(crash, out of memory, not ready) or breaks the TTFT limit marks the point so, with its cause, and the next best is
+confirmed instead, once; when nothing confirms, or the confirming run is not measurably better than the start, the
+answer says so and recommends keeping the start (no Apply). The confirming restarts count in `restarts` (they are
+not part of the search's budget: one more restart, two when the first confirmation fails). A confirmation can fail
+where the search's run did not because of an earlier failure in the same tune: a crash can leave memory held (the
+simulated SGLang host keeps 0.75 GiB after a CUDA OOM), and the answer then names that crash.
+
+Every evaluated point is recorded as a `tune-point` step as it happens, and every confirming run as a
+`tune-confirm` step, so a tune that was cancelled or interrupted
 (a bot restart marks a running job interrupted and restores the host) can be resumed: `tune resume <job>` seeds a
-new tune with those points (no restart for them; their restarts count against the budget).
+new tune with those points (no restart for them; their restarts count against the budget) and those confirming runs
+(a candidate confirmed before is not restarted again). Cancelling during the confirmation restores the start.
 
 `TuneSearch` (ask/tell) and `search_loop` are the whole decision path; the job (`run_tune`) and
 `benchmarks/bench_tune.py` (against the simulator's known response surface) both run them. The best point is
 the one with the most KV cache among the feasible points within noise of the fastest (as a sweep chooses).
 Each trial is a full try (`Experiments.trial`: audit, revisions, results, verdict); the tune ends on the
-starting configuration and its answer carries an *Apply* button that runs the normal `try` for the best point.
+starting configuration and its answer carries an *Apply* button that runs the normal `try` for the confirmed best.
 """
 
 from __future__ import annotations
@@ -38,7 +53,7 @@ import asyncio
 import math
 import random
 import statistics
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,9 +62,10 @@ from services.errors import BenchmarkError, DeployFailed, JobCancelled, UserInpu
 from services.experiments.forecast import Forecast, config_point
 from services.experiments.pipeline import Experiments
 from services.experiments.plans import TrialOutcome
-from services.experiments.verdicts import BETTER, RunNoise, compare_samples, measure_noise
+from services.experiments.verdicts import BETTER, WORSE, RunNoise, compare_samples, measure_noise
 from services.jobs import JobContext
 from services.units import (
+    Revision,
     changes_label,
     flag_label,
     read_exec_start,
@@ -131,9 +147,9 @@ class Point:
 
 def pareto_front(points: list[Point]) -> list[int]:
     """Indexes of the measured points no other measured point beats on both throughput (higher) and TTFT p95
-    (lower), by TTFT."""
+    (lower), by TTFT. A point whose confirming run failed keeps its search figure but is not on the front."""
     m = [(i, p.throughput, p.ttft_p95_ms) for i, p in enumerate(points)
-         if p.throughput is not None and p.ttft_p95_ms is not None]
+         if p.status in (OK, VIOLATES) and p.throughput is not None and p.ttft_p95_ms is not None]
     front = [(i, t, f) for i, t, f in m
              if not any((t2 >= t and f2 <= f) and (t2 > t or f2 < f) for _, t2, f2 in m)]
     return [i for i, _, _ in sorted(front, key=lambda x: x[2])]
@@ -379,6 +395,149 @@ async def search_loop(search: TuneSearch, evaluate: Evaluate, gate: Gate,
         await asyncio.to_thread(search.tell, point)
 
 
+# ---- the confirming run ------------------------------------------------------------------------------------
+
+CONFIRMED, NOT_BETTER, UNCONFIRMED, START_BEST, NO_BEST = "confirmed", "not better", "unconfirmed", "start", "none"
+MAX_CONFIRMS = 2  # the search's pick, and the next best once more when that one does not confirm
+
+Measure = Callable[[Point], Awaitable[Point]]
+
+
+@dataclass
+class Confirmation:
+    """What the confirming runs made of the search's pick: the recommendation, its verdict and every confirming
+    run (the candidate, the search's figure that selected it and the confirmation's own)."""
+
+    status: str  # CONFIRMED | NOT_BETTER | UNCONFIRMED | START_BEST | NO_BEST
+    recommended: Point | None  # the confirmed point, or the start (kept), or None (nothing met the goal)
+    verdict: str
+    runs: list[dict[str, Any]]
+    choice: TuneChoice  # the search's choice the recommendation was judged from (after failed confirmations)
+    search_best: dict[str, Any] | None  # the search's pick before any confirmation, as JSON
+
+    @property
+    def restarts(self) -> int:
+        return sum(1 for r in self.runs if r.get("restarted"))
+
+    def to_json(self) -> dict[str, Any]:
+        last = self.runs[-1] if self.runs else {}
+        return {"status": self.status, "runs": self.runs, "throughput": last.get("throughput"),
+                "search_throughput": last.get("search_throughput"), "label": last.get("label"),
+                "restarts": self.restarts, "search_best": self.search_best}
+
+
+def _is_start(point: Point, start: Point) -> bool:
+    return point.start or point.changes == start.changes
+
+
+def _held_memory_note(search: TuneSearch, candidate: Point, got: Point) -> str:
+    """When a confirming run ran out of memory where the candidate's search run did not, and a configuration ran out
+    of memory after that search run: say so (a crash can leave GPU memory held — the simulated SGLang host keeps a
+    0.75 GiB residual after a CUDA OOM — so the figures of one tune depend on its order)."""
+    if not got.memory or candidate not in search.order:
+        return ""
+    later = search.order[search.order.index(candidate) + 1:]
+    crashed = [p for p in later if p.status == FAILED and p.memory]
+    if not crashed:
+        return ""
+    return (f"; its run in the search did not fail, and {changes_label(crashed[0].changes)} ran out of memory after "
+            "it in this tune (a crash can leave memory held)")
+
+
+async def confirm_best(search: TuneSearch, start: Point, measure: Measure, *, baseline: float | None,
+                       baseline_runs: int = 1, earlier: Sequence[Point] = ()) -> Confirmation:
+    """Confirm the search's pick before the verdict. The pick is the fastest of many noisy single measurements, so
+    its own figure reads high (the winner's curse); `measure` deploys it again (a real restart) and benchmarks it
+    with new prompts, and the verdict against the start's `baseline` is that confirming run's alone.
+
+    * the start is the pick: nothing to confirm (no restart);
+    * the confirming run fails (crash, out of memory, not ready) or breaks the TTFT limit: the point is marked so,
+      with its cause, and the next best is confirmed instead — at most `MAX_CONFIRMS` confirming runs in all; when
+      nothing confirms (or the next best is the start, or even its search figure is measurably worse than the
+      start's: no restart for a candidate that cannot win), the answer says so and recommends keeping the start;
+    * the confirming run is not measurably better than the start (within noise, too noisy to tell, or worse): the
+      verdict says "not measurably better than the start" and the recommendation is the start — unless the start
+      itself does not meet the goal (a TTFT limit it breaks), when the confirmed point that meets it is recommended.
+
+    `earlier`: confirming runs a resumed tune's earlier job finished (its `tune-confirm` steps): a candidate among
+    them is answered from that run, without a restart (its restart still counts, as a resumed point's does).
+    """
+    done_before = {key_of(p.changes): p for p in earlier}
+    goal, noise = search.goal, search.noise
+    choice = search.choose()
+    search_best = choice.best.to_json() if choice.best is not None else None
+    runs: list[dict[str, Any]] = []
+    failures: list[str] = []
+    c = goal.concurrency
+    over = f"C={c} over the start" + (f" (the median of its {baseline_runs} runs on this host)"
+                                      if baseline_runs > 1 else "")
+    while True:
+        best = choice.best
+        if best is None:
+            if not runs:
+                return Confirmation(NO_BEST, None, "", runs, choice, search_best)
+            ending = "no other configuration met the goal"
+            break
+        if _is_start(best, start):
+            if not runs:
+                return Confirmation(START_BEST, best, "the starting configuration is the best found", runs, choice,
+                                    search_best)
+            ending = "the next best is the start itself"
+            break
+        if len(runs) >= MAX_CONFIRMS:
+            ending = f"{MAX_CONFIRMS} confirming runs were tried"
+            break
+        searched = best.throughput
+        label = changes_label(best.changes)
+        pre = None if baseline is None or searched is None or not start.feasible else compare_samples(
+            (), (), new_median=searched, old_median=baseline, noise=noise, concurrency=c)
+        if pre is not None and pre.outcome == WORSE:  # not worth a restart: even its search figure loses
+            if not runs:
+                return Confirmation(NOT_BETTER, start, f"not measurably better than the start: the search's best, "
+                                    f"{label}, read {pre.figure()} (worse) at {over}; keep the start", runs, choice,
+                                    search_best)
+            ending = f"the next best, {label}, read {pre.figure()} against the start in the search"
+            break
+        resumed = done_before.pop(key_of(best.changes), None)
+        got = resumed if resumed is not None else await measure(best)
+        run: dict[str, Any] = {"label": label, "changes": dict(best.changes), "search_throughput": searched,
+                               "throughput": got.throughput, "ttft_p95_ms": got.ttft_p95_ms, "status": got.status,
+                               "why": got.why, "run_id": got.run_id, "restarted": got.restarted,
+                               "resumed": resumed is not None}
+        runs.append(run)
+        if not got.feasible:
+            why = (got.why or got.status) + _held_memory_note(search, best, got)
+            run.update(outcome="failed", why=why)
+            best.status = got.status
+            best.why = f"its confirming run: {why} (the search's run read {searched or 0:.0f} tok/s)"
+            failures.append(f"{label}'s confirming run failed: {why}")
+            choice = search.choose()
+            continue
+        figures = f"the search read {searched or 0:.0f} tok/s, its confirming run {got.throughput or 0:.0f}"
+        cmp = None if baseline is None else compare_samples(
+            (), (), new_median=got.throughput, old_median=baseline, noise=noise, concurrency=c)
+        if cmp is None:
+            run["outcome"] = CONFIRMED
+            return Confirmation(CONFIRMED, best, f"confirmed ({figures}); the start has no figure at C={c} to "
+                                "compare with", runs, choice, search_best)
+        run["change_pct"], run["band_pct"] = round(cmp.change_pct, 1), round(cmp.band_pct, 1)
+        if cmp.outcome == BETTER:
+            run["outcome"] = CONFIRMED
+            return Confirmation(CONFIRMED, best, f"{cmp.text()} at {over}, by its confirming run ({figures})",
+                                runs, choice, search_best)
+        if not start.feasible:
+            run["outcome"] = CONFIRMED
+            return Confirmation(CONFIRMED, best, f"{cmp.figure()} ({cmp.outcome}) at {over}, by its confirming run "
+                                f"({figures}); it meets the goal and the start does not ({start.why})", runs, choice,
+                                search_best)
+        run["outcome"] = NOT_BETTER
+        return Confirmation(NOT_BETTER, start, f"not measurably better than the start: {label}'s confirming run "
+                            f"read {cmp.figure()} ({cmp.outcome}) at {over} ({figures}); keep the start", runs,
+                            choice, search_best)
+    return Confirmation(UNCONFIRMED, start, f"nothing confirmed: {'; '.join(failures)}; {ending}: keep the start",
+                        runs, choice, search_best)
+
+
 # ---- the job ---------------------------------------------------------------------------------------------
 
 # ran out of memory: GPU memory at start, under load or while capturing graphs; host memory (the unit's MemoryMax=
@@ -506,20 +665,35 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
         return forecast_refusal(await exp.forecast_for(host, argv), goal, changes,
                                 slots=config_point(argv).explicit_max_running)
 
-    async def evaluate(changes: dict[str, str]) -> Point:
+    async def measure(before: Revision, changes: dict[str, str]) -> Point:
+        """Deploy `changes` on top of `before` (a real restart), ramp, benchmark with new prompts."""
         nonlocal left_down
-        current = await exp.observe_live(ctx)
         try:
-            point = point_of(changes, await exp.trial(ctx, current, changes, levels), goal, restarted=True)
+            point = point_of(changes, await exp.trial(ctx, before, changes, levels), goal, restarted=True)
         except (DeployFailed, BenchmarkError) as e:
             point = failed_point(changes, e)
             # never leave the unit down: back to the configuration that worked before this trial
-            await exp.restore(ctx, ops, current, reason=f"tune: {changes_label(changes)} failed")
+            await exp.restore(ctx, ops, before, reason=f"tune: {changes_label(changes)} failed")
         if (await ops.state()).active_state != "active":
             left_down += 1
             await exp.restore(ctx, ops, start, reason="tune: the unit was not active after a trial")
+        return point
+
+    async def evaluate(changes: dict[str, str]) -> Point:
+        point = await measure(await exp.observe_live(ctx), changes)
         async with ctx.step("tune-point") as d:  # durable as it happens: `tune resume <job>` starts from these
             d["point"] = point.to_json()
+        return point
+
+    async def confirm(candidate: Point) -> Point:
+        """The candidate deployed again on top of the start, so it restarts even when the last trial left it
+        running (a failure rolls back to the start, the job's end state anyway)."""
+        await exp.progress(ctx, f"confirming {changes_label(candidate.changes)}",
+                           "a fresh restart and new prompts: the verdict is this run's")
+        point = await measure(start, candidate.changes)
+        async with ctx.step("tune-confirm") as d:  # durable like the points: `tune resume` does not redo it
+            d["point"] = point.to_json()
+            d["search_throughput"] = candidate.throughput
         return point
 
     async def progress(n: int, changes: dict[str, str]) -> None:
@@ -528,35 +702,33 @@ async def run_tune(exp: Experiments, ctx: JobContext) -> tuple[str, dict[str, An
 
     try:
         await search_loop(search, evaluate, gate, progress)
+        baseline, baseline_runs = await start_baseline(exp, host, start.id, goal.concurrency, start_point)
+        confirmation = await confirm_best(search, start_point, confirm, baseline=baseline,
+                                          baseline_runs=baseline_runs,  # those a resumed tune's job finished
+                                          earlier=[Point.from_json(d) for d in params.get("confirmed") or []])
     except JobCancelled:
         await exp.restore(ctx, ops, start, reason="cancelled")
         raise JobCancelled(f"job {ctx.job.id} was cancelled; {host} is back on revision {start.id}") from None
     await exp.restore(ctx, ops, start, reason="tune finished")
-    choice = search.choose()
-    best = choice.best
-    verdict = ""
-    baseline, baseline_runs = await start_baseline(exp, host, start.id, goal.concurrency, start_point)
-    if best is not None and baseline is not None and best.throughput is not None:
-        if best.start or best.changes == start_point.changes:
-            verdict = "the starting configuration is the best found"
-        else:
-            cmp = compare_samples((), (), new_median=best.throughput, old_median=baseline, noise=noise,
-                                  concurrency=goal.concurrency)
-            runs = f" (the median of its {baseline_runs} runs on this host)" if baseline_runs > 1 else ""
-            verdict = f"{cmp.text()} at C={goal.concurrency} over the start{runs}" if cmp else ""
+    choice = confirmation.choice
+    best = confirmation.recommended
+    verdict = confirmation.verdict
+    restarts = search.restarts + confirmation.restarts
     result = {"knobs": [{"flag": k.flag, "short": shorts[k.flag], "values": list(k.values)} for k in knobs],
               "goal": {"concurrency": goal.concurrency, "ttft_p95_ms": goal.ttft_p95_ms, "text": goal.describe()},
-              "budget": budget, "grid": grid_size(knobs), "restarts": search.restarts, "stopped": search.stopped,
+              "budget": budget, "grid": grid_size(knobs), "restarts": restarts, "search_restarts": search.restarts,
+              "stopped": search.stopped,
               "start": start_point.to_json(), "points": [p.to_json() for p in search.order],
               "pareto": pareto_front(search.order),
               "best": best.to_json() if best else None, "best_label": changes_label(best.changes) if best else None,
-              "verdict": verdict, "criterion": choice.why,
+              "verdict": verdict, "confirmation": confirmation.to_json(), "criterion": choice.why,
               "within_noise": [changes_label(p.changes) for p in choice.within_noise],
               "left_on": f"left on the starting configuration (revision {start.id})", "left_down": left_down,
               "start_revision": start.id, "noise_pct": noise.sd_pct,
               "baseline": {"throughput": baseline, "runs": baseline_runs}, "resumed": len(known),
               "resumes": params.get("resumes")}
-    summary = (f"tune {goal.describe()}: best {result['best_label']} ({verdict}); {search.restarts} restarts of "
+    pick = "keep the start" if best is not None and _is_start(best, start_point) else "best"
+    summary = (f"tune {goal.describe()}: {pick} {result['best_label']} ({verdict}); {restarts} restarts of "
                f"{grid_size(knobs)} in the grid" if best else
-               f"tune {goal.describe()}: no configuration met the goal in {search.restarts} restarts")
+               f"tune {goal.describe()}: no configuration met the goal in {restarts} restarts")
     return summary, result

@@ -32,6 +32,14 @@ def token_text(start: int, n: int) -> str:
     return "".join(WORDS[(start + i) % len(WORDS)] for i in range(n))
 
 
+def prompt_text(body: dict[str, Any]) -> str:
+    """The request's prompt as text (a chat's messages joined)."""
+    if "messages" in body:
+        return "\n".join(str(m.get("content", "")) for m in body.get("messages") or [] if isinstance(m, dict))
+    prompt = body.get("prompt", body.get("text", ""))
+    return " ".join(str(p) for p in prompt) if isinstance(prompt, list) else str(prompt)
+
+
 def count_prompt_tokens(body: dict[str, Any]) -> int:
     if "messages" in body:
         text = " ".join(str(m.get("content", "")) for m in body.get("messages") or [] if isinstance(m, dict))
@@ -75,6 +83,8 @@ class App:
         self.status = "starting"
         self.health_timeout = 0.05
         self.error_log: Callable[[str], None] = lambda _msg: None
+        # each generation request's prompt and whether it streams (the sim's record)
+        self.received: Callable[[str, bool], None] | None = None
         self.last_heartbeat = time.strftime("%H:%M:%S")
         self.connections: set[asyncio.StreamWriter] = set()
 
@@ -176,6 +186,8 @@ class App:
         stream = bool(body.get("stream"))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         prompt_tokens = count_prompt_tokens(body)
+        if self.received is not None:
+            self.received(prompt_text(body), stream)
         rid = uuid.uuid4().hex
         created = int(time.time())
         chat = path == "/v1/chat/completions"

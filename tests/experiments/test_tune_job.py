@@ -50,16 +50,18 @@ async def test_tune_preview_estimates_the_time_from_the_hosts_recorded_steps(mak
     assert set(steps) == {"stop", "start", "ramp", "benchmark"} and all(v > 0 for v in steps.values())
     job_id = _job_id((await bot.say(TUNE)).text)
     (preview,) = await bot.wait_messages(lambda d: d.key == f"job:{job_id}")
-    m = re.search(r"estimated time: up to ~(\d+) min \(6 trials and the restore, each ~(\d+) s from this host's "
-                  r"recorded stop \d+ s, start \d+ s, ramp \d+ s, benchmark \d+ s\)", preview.reply.text)
+    assert "then 1 more restart confirms the best before the verdict" in preview.reply.text, preview.reply.text
+    m = re.search(r"estimated time: up to ~(\d+) min \(6 trials, 1-2 confirming runs and the restore, each ~(\d+) s "
+                  r"from this host's recorded stop \d+ s, start \d+ s, ramp \d+ s, benchmark \d+ s\)",
+                  preview.reply.text)
     assert m, preview.reply.text
     assert int(m.group(2)) == round(sum(steps.values()))
-    assert int(m.group(1)) == max(1, round(7 * sum(steps.values()) / 60))
+    assert int(m.group(1)) == max(1, round(9 * sum(steps.values()) / 60))
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(450)  # ~1 min on a quiet machine; 2-3x that with the shared cores busy
-async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot) -> None:
+async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_before_the_verdict(make_bot) -> None:
     bot = await make_bot("healthy", bench=BENCH)
     before = bot.unit_text()
     job = await bot.wait_job(_job_id((await bot.say(TUNE)).text), timeout=400)
@@ -68,8 +70,9 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot)
     by_label = {p["label"]: p for p in r["points"]}
     # the model's surface at C=16 (simhost/sglang/model.py): steps 3 at mem 0.90 has 18 slots and is fastest;
     # steps 4 at mem 0.90 dies of CUDA OOM with 15 requests decoding; mem 0.84 leaves 14 slots at steps 3
-    assert r["best"]["label"] == "steps 3 · mem 0.9", r["points"]
-    assert r["restarts"] <= 6 and r["left_down"] == 0
+    conf = r["confirmation"]
+    assert conf["search_best"]["label"] == "steps 3 · mem 0.9", r["points"]
+    assert r["left_down"] == 0
     assert by_label["steps 3 · mem 0.88"]["start"] and not by_label["steps 3 · mem 0.88"]["restarted"]
     # a budget of the whole grid: every configuration is evaluated (or ruled out before a restart)
     assert len(by_label) == 7 and r["stopped"] == "every configuration of the grid was evaluated"
@@ -79,29 +82,81 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_offers_apply(make_bot)
     # 14 slots too: over the limit, or refused by the capacity forecast before a restart once the tune's own
     # starts at mem 0.84 bracket it
     assert by_label["steps 3 · mem 0.84"]["status"] in ("violates", "refused")
-    assert by_label["steps 3 · mem 0.9"]["ttft_p95_ms"] < 250
-    assert re.match(r"[+−]\d+ % \(±\d+ %\) — ", r["verdict"]), r["verdict"]
+    # The confirming run of the pick: steps 4 · mem 0.9's CUDA OOM (after the search's run of steps 3 · mem 0.9, in
+    # this job's seeded order) left the simulated GPUs' 0.75 GiB residual (simhost/sglang/model.py), and with it 16
+    # requests of 4 draft tokens need more workspace than mem 0.9 leaves: the confirmation dies where the search's
+    # run did not. It is rolled back, and the answer says why.
+    run = conf["runs"][0]
+    assert run["label"] == "steps 3 · mem 0.9" and run["outcome"] == "failed" and run["restarted"], conf
+    assert run["search_throughput"] == conf["search_best"]["throughput"] > 0
+    assert "its run in the search did not fail, and steps 4 · mem 0.9 ran out of memory after it" in run["why"]
+    assert "cuda_oom" in run["why"], run["why"]
+    pick = by_label["steps 3 · mem 0.9"]
+    assert pick["status"] == "failed" and pick["why"].startswith("its confirming run: "), pick
+    assert pick["throughput"] == run["search_throughput"] and pick["ttft_p95_ms"] < 250  # the search's figures
+    # The next best is steps 2 (~21 % slower than the start by the model): not worth a restart, and the start is
+    # kept. The simulated server's figures are real timings, though: on a busy machine an unlucky start reads low
+    # enough that steps 2 is not measurably below it, and steps 2 is confirmed (once: at most two confirming runs).
+    if len(conf["runs"]) == 1:
+        assert conf["status"] == "unconfirmed" and r["best"]["label"] == "steps 3 · mem 0.88" and r["best"]["start"]
+        assert r["verdict"].startswith("nothing confirmed: steps 3 · mem 0.9's confirming run failed: ")
+        assert re.search(r"; the next best, steps 2 · mem 0\.(9|84), read −\d+ % \(±\d+ %\) against the start in "
+                         r"the search: keep the start$", r["verdict"]), r["verdict"]
+    else:
+        (_, second) = conf["runs"]
+        assert second["label"].startswith("steps 2 · ") and second["restarted"], conf
+        recommended = second["label"] if conf["status"] == "confirmed" else "steps 3 · mem 0.88"
+        assert r["best"]["label"] == recommended, conf
+    # the confirming restarts are counted
+    assert r["restarts"] == r["search_restarts"] + len(conf["runs"])
     # the host is back on its starting configuration and serves
     assert bot.unit_text() == before
     async with httpx.AsyncClient(timeout=10) as client:
         ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
                                json={"model": "x", "prompt": "hi", "max_tokens": 4})
     assert ok.status_code == 200
-    # every trial is a try's record: a stored run per measured point
+    # every trial is a try's record: a stored run per measured point and confirming run (the pick's died under the
+    # ramp: none for it)
     runs = await bot.core.results.for_job(job.id)
-    assert len(runs) == sum(1 for p in r["points"] if p["run_id"] is not None)
+    assert len(runs) == sum(1 for p in [*r["points"], *conf["runs"]] if p["run_id"] is not None)
+    confirms = await bot.core.jobs.step_details(job.id, "tune-confirm")  # durable: `tune resume` would not redo it
+    assert [d["point"]["status"] for d in confirms][:1] == ["failed"] and len(confirms) == len(conf["runs"])
     (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:tune")
     text = summary.reply.text
-    assert "best *steps 3 · mem 0.9*" in text, text
+    keep = bool(r["best"]["start"])
+    assert (f"keep the start *steps 3 · mem 0.88* — {r['verdict']}" if keep else
+            f"best *{r['best']['label']}* — {r['verdict']}") in text, text
+    assert (f"Confirming steps 3 · mem 0.9: search read {run['search_throughput']:,.0f} tok/s at C=16, confirmation "
+            "failed: ") in text, text
     assert "✗ steps 4 · mem 0.9: steps 4 · mem 0.9 on " in text and "crashed under the ramp at C=16" in text
+    assert "✗ steps 3 · mem 0.9: its confirming run: " in text
     assert summary.reply.attachments[0].content.startswith(b"\x89PNG")
-    (apply,) = summary.reply.buttons
-    assert apply.label == "Apply"
-    assert apply.command == "try --speculative-num-steps=3 --mem-fraction-static=0.9 on " + job.host
+    assert len(summary.reply.buttons) == (0 if keep else 1)  # nothing to apply when the start is kept
     # `show` lists the whole search first, and why each failure failed
     shown = await bot.say(f"show {job.id}")
     assert shown.tables[0].title.startswith("tune: 7 configurations")
-    assert "✗ steps 4 · mem 0.9:" in shown.text
+    assert "✗ steps 4 · mem 0.9:" in shown.text and "Confirming steps 3 · mem 0.9: search read" in shown.text
+    # Every benchmark of a job sends prompts of its own, as the servers received them (a prompt cache would serve a
+    # repeated prompt from an earlier run): each measured trial ran on its own server and no two trials of the tune
+    # shared a prompt; then two `bench`es of one running server (a re-run) share none either.
+    def benchmark_prompts(records: list[dict[str, object]]) -> list[str]:  # the benchmark streams; the ramp and
+        return [str(r["prompt"]) for r in records if r["stream"]]  # the readiness probe do not
+
+    tuned = bot.sim.received()
+    by_server: dict[object, set[str]] = {}
+    for rec in tuned:
+        if benchmark_prompts([rec]):
+            by_server.setdefault(rec["pid"], set()).add(str(rec["prompt"]))
+    assert len(by_server) == len(runs) >= 4, {pid: len(ps) for pid, ps in by_server.items()}
+    assert sum(len(ps) for ps in by_server.values()) == len(set().union(*by_server.values())), "a prompt was resent"
+    sent: list[set[str]] = []
+    for _ in range(2):
+        n = len(bot.sim.received())
+        rerun = await bot.wait_job(_job_id((await bot.say("bench c=16")).text), timeout=120)
+        assert rerun.state == "succeeded", rerun.summary
+        sent.append(set(benchmark_prompts(bot.sim.received()[n:])))
+    assert len(sent[0]) == len(sent[1]) >= BENCH["requests_per_level"] and not sent[0] & sent[1]
+    assert not (sent[0] | sent[1]) & set().union(*by_server.values())
 
 
 @pytest.mark.slow
@@ -142,5 +197,55 @@ async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarti
     again = {tuple(sorted(d["point"]["changes"].items()))
              for d in await bot.core.jobs.step_details(second.id, "tune-point")}
     assert not again & {tuple(sorted(p["changes"].items())) for p in measured}  # no restart for them again
-    assert second.result["restarts"] <= 6 and second.result["best"]["label"] == "steps 3 · mem 0.9"
+    r = second.result
+    assert r["search_restarts"] <= 6 and r["confirmation"]["search_best"]["label"] == "steps 3 · mem 0.9"
+    # its confirmation meets the residual steps 4 · mem 0.9's crash left (as in the test above)
+    first = r["confirmation"]["runs"][0]
+    assert first["label"] == "steps 3 · mem 0.9" and first["outcome"] == "failed", r["confirmation"]
+    assert "ran out of memory after it in this tune" in first["why"], first["why"]
+    assert r["restarts"] == r["search_restarts"] + len(r["confirmation"]["runs"])
+    assert bot.unit_text() == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(450)  # two short tunes: ~1 min on a quiet machine
+async def test_a_tune_cancelled_during_its_confirmation_puts_the_start_back_and_resumes_to_a_confirmed_answer(
+        make_bot) -> None:
+    bot = await make_bot("healthy", bench=BENCH)
+    before = bot.unit_text()
+    # a grid of two: the start (steps 3) and steps 4 (faster at C=8, simhost/sglang/model.py: 14 slots hold 8
+    # requests): one trial, then the confirming run of steps 4
+    job_id = _job_id((await bot.say("tune steps 3,4 for throughput at 8")).text)
+    for _ in range(2400):
+        if await bot.core.jobs.step_details(job_id, "tune-point"):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the search's trial never finished")
+    await bot.say(f"cancel {job_id}")  # the search is over: this lands in the confirmation
+    job = await bot.wait_job(job_id, timeout=180)
+    assert job.state == "cancelled", (job.state, job.summary)
+    assert "back on revision" in job.summary
+    assert not await bot.core.jobs.step_details(job_id, "tune-confirm")
+    assert bot.unit_text() == before
+    async with httpx.AsyncClient(timeout=10) as client:
+        ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
+                               json={"model": "x", "prompt": "hi", "max_tokens": 4})
+    assert ok.status_code == 200
+    # resumed: the trial is not restarted again; the confirmation (never finished) is run now
+    second = await bot.wait_job(_job_id((await bot.say(f"tune resume {job_id}")).text), timeout=300)
+    assert second.state == "succeeded", second.summary
+    r = second.result
+    assert r["resumed"] == 1 and not await bot.core.jobs.step_details(second.id, "tune-point")
+    (confirming,) = r["confirmation"]["runs"]
+    assert confirming["label"] == "steps 4" and not confirming["resumed"] and confirming["throughput"] > 0
+    assert [d["point"]["status"] for d in await bot.core.jobs.step_details(second.id, "tune-confirm")] == ["ok"]
+    assert r["restarts"] == 2 and r["search_restarts"] == 1  # job 1's trial and this job's confirming run
+    # steps 4 is ~15 % faster at C=8 by the model; the band is the noise the start's two runs show, which a busy
+    # machine can widen past that
+    if r["confirmation"]["status"] == "confirmed":
+        assert "by its confirming run" in r["verdict"] and r["best"]["label"] == "steps 4", r["verdict"]
+    else:
+        assert r["confirmation"]["status"] == "not better" and r["best"]["start"], r["confirmation"]
+        assert r["verdict"].startswith("not measurably better than the start: steps 4's confirming run read ")
     assert bot.unit_text() == before

@@ -233,3 +233,155 @@ def test_a_trial_failure_becomes_a_point() -> None:
     other = failed_point({A: "5"}, BenchmarkError("the server on gpu-1 answered none of the benchmark's requests"))
     assert (other.status, other.restarted, other.memory) == (FAILED, True, False)
     assert Point.from_json(crash.to_json()) == crash
+
+
+# ---- the confirming run of the pick (confirm_best) ------------------------------------------------------------
+
+def _searched(*extra: Point) -> tuple[TuneSearch, Point]:
+    """A search that measured the start (1,000 tok/s), steps 4 (the fastest: 1,200), steps 2 (1,150: within noise
+    of it, less KV cache) and steps 3 at mem 0.80 (900)."""
+    search = TuneSearch(KNOBS, GOAL, seed=0, budget=10, noise=measure_noise({}, 16))
+    start = Point({A: "3", B: "0.88"}, OK, 1000.0, 200.0, kv_tokens=300_000, start=True)
+    search.seed_point(start)
+    for p in (Point({A: "4", B: "0.88"}, OK, 1200.0, 200.0, kv_tokens=250_000, restarted=True),
+              Point({A: "2", B: "0.88"}, OK, 1180.0, 200.0, kv_tokens=200_000, restarted=True),
+              Point({A: "3", B: "0.80"}, OK, 900.0, 200.0, kv_tokens=100_000, restarted=True), *extra):
+        search.tell(p)
+    return search, start
+
+
+class Confirmer:
+    """The confirming runs' answers, in order (the trial itself is the job's; here its outcome is given)."""
+
+    def __init__(self, *answers: tuple[str, float | None, str]) -> None:
+        self.answers = list(answers)
+        self.asked: list[dict[str, str]] = []
+
+    async def __call__(self, candidate: Point) -> Point:
+        status, thr, why = self.answers[len(self.asked)]
+        self.asked.append(dict(candidate.changes))
+        return Point(dict(candidate.changes), status, throughput=thr, ttft_p95_ms=200.0 if thr else None, why=why,
+                     restarted=True, memory="out of memory" in why)
+
+
+async def test_the_verdict_is_the_confirming_runs_not_the_search_figure_that_selected_it() -> None:
+    from services.experiments.tune import CONFIRMED, confirm_best
+
+    search, start = _searched()
+    measure = Confirmer((OK, 1100.0, ""))
+    conf = await confirm_best(search, start, measure, baseline=1000.0, baseline_runs=3)
+    assert measure.asked == [{A: "4", B: "0.88"}]  # the search's pick (the most KV cache within noise of the top)
+    assert conf.status == CONFIRMED and conf.recommended is not None
+    assert conf.recommended.changes == {A: "4", B: "0.88"} and conf.restarts == 1
+    # +10 % from the confirmation, not the +20 % the search's 1,200 would say
+    assert conf.verdict.startswith("+10 % (±4 %) — better"), conf.verdict
+    assert "over the start (the median of its 3 runs on this host)" in conf.verdict
+    assert "the search read 1200 tok/s, its confirming run 1100" in conf.verdict
+    j = conf.to_json()
+    assert (j["throughput"], j["search_throughput"], j["status"]) == (1100.0, 1200.0, CONFIRMED)
+    assert j["search_best"]["label"] == "steps 4 · mem 0.88" and j["runs"][0]["change_pct"] == 10.0
+
+
+async def test_a_confirmation_within_noise_of_the_start_keeps_the_start() -> None:
+    from services.experiments.tune import NOT_BETTER, confirm_best
+
+    search, start = _searched()
+    measure = Confirmer((OK, 1020.0, ""))  # +2 %: within the ±4.2 % band of two runs
+    conf = await confirm_best(search, start, measure, baseline=1000.0)
+    assert len(measure.asked) == 1  # the next best is slower by the search's own figures: no second run
+    assert conf.status == NOT_BETTER and conf.recommended is start
+    assert conf.verdict.startswith("not measurably better than the start: steps 4 · mem 0.88's confirming run "
+                                   "read +2 % (±4 %) (no measurable difference)"), conf.verdict
+    assert conf.verdict.endswith("keep the start")
+    worse = await confirm_best(_searched()[0], start, Confirmer((OK, 900.0, "")), baseline=1000.0)
+    assert worse.status == NOT_BETTER and worse.recommended is start and "(worse)" in worse.verdict
+
+
+async def test_a_failed_confirmation_marks_the_point_and_confirms_the_next_best_once() -> None:
+    from services.experiments.tune import CONFIRMED, UNCONFIRMED, confirm_best
+
+    # steps 5 at mem 0.96 ran out of memory after the pick's search run: the confirmation's OOM names it
+    crash = Point({A: "5", B: "0.96"}, FAILED, why="crashed under the ramp at C=16 (diagnosis: cuda_oom_runtime)",
+                  restarted=True, memory=True)
+    search, start = _searched(crash)
+    oom = "the server crashed under the ramp at C=16 (diagnosis: cuda_oom_runtime): out of memory"
+    measure = Confirmer((FAILED, None, oom), (OK, 1150.0, ""))
+    conf = await confirm_best(search, start, measure, baseline=1000.0)
+    assert measure.asked == [{A: "4", B: "0.88"}, {A: "2", B: "0.88"}]
+    assert conf.status == CONFIRMED and conf.recommended is not None
+    assert conf.recommended.changes == {A: "2", B: "0.88"} and conf.restarts == 2
+    failed = search.points[(("--mem-fraction-static", "0.88"), ("--speculative-num-steps", "4"))]
+    assert failed.status == FAILED and failed.throughput == 1200.0  # the search's figure stays on record
+    assert failed.why.startswith(f"its confirming run: {oom}; its run in the search did not fail, and steps 5 · "
+                                 "mem 0.96 ran out of memory after it in this tune"), failed.why
+    assert "(the search's run read 1200 tok/s)" in failed.why
+    assert pareto_front(search.order) and 1 not in pareto_front(search.order)  # off the front
+    assert conf.runs[0]["outcome"] == "failed" and conf.runs[1]["outcome"] == CONFIRMED
+    assert [ln.split(":")[0] for ln in views.tune_confirmation({"goal": {"concurrency": 16},
+                                                               "confirmation": conf.to_json()})] == \
+        ["Confirming steps 4 · mem 0.88", "Confirming steps 2 · mem 0.88"]
+    # both fail: at most two confirming runs (steps 1, also faster than the start, is not tried), then the answer
+    # says so and keeps the start
+    search, start = _searched(Point({A: "1", B: "0.88"}, OK, 1100.0, 200.0, kv_tokens=350_000, restarted=True))
+    measure = Confirmer((FAILED, None, "not ready within 600 s"), (VIOLATES, 1150.0, "TTFT p95 900 ms is over"))
+    conf = await confirm_best(search, start, measure, baseline=1000.0)
+    assert len(measure.asked) == 2 and conf.status == UNCONFIRMED and conf.recommended is start
+    assert conf.verdict == ("nothing confirmed: steps 4 · mem 0.88's confirming run failed: not ready within 600 s; "
+                            "steps 2 · mem 0.88's confirming run failed: TTFT p95 900 ms is over; 2 confirming runs "
+                            "were tried: keep the start")
+    assert "ran out of memory after it" not in conf.verdict  # no crash in this tune to blame
+
+
+async def test_nothing_to_confirm_when_the_start_is_the_pick_or_is_next() -> None:
+    from services.experiments.tune import START_BEST, UNCONFIRMED, confirm_best
+
+    search = TuneSearch(KNOBS, GOAL, seed=0, budget=10, noise=measure_noise({}, 16))
+    start = Point({A: "3", B: "0.88"}, OK, 1000.0, 200.0, kv_tokens=300_000, start=True)
+    search.seed_point(start)
+    search.tell(Point({A: "4", B: "0.88"}, OK, 1010.0, 200.0, kv_tokens=250_000, restarted=True))
+    measure = Confirmer()
+    conf = await confirm_best(search, start, measure, baseline=1000.0)
+    assert not measure.asked and conf.status == START_BEST and conf.recommended is start and conf.restarts == 0
+    assert conf.verdict == "the starting configuration is the best found"
+    search.tell(Point({A: "5", B: "0.88"}, OK, 1300.0, 200.0, kv_tokens=200_000, restarted=True))
+    conf = await confirm_best(search, start, Confirmer((FAILED, None, "crashed")), baseline=1000.0)
+    assert conf.status == UNCONFIRMED and conf.recommended is start
+    assert conf.verdict.endswith("the next best is the start itself: keep the start"), conf.verdict
+
+
+async def test_no_restart_for_a_candidate_whose_search_figure_already_loses_to_the_start() -> None:
+    from services.experiments.tune import NOT_BETTER, UNCONFIRMED, confirm_best
+
+    def outside(thr: float) -> tuple[TuneSearch, Point]:  # a start off the grid (mem 0.90): not among the choices
+        search = TuneSearch(KNOBS, GOAL, seed=0, budget=10, noise=measure_noise({}, 16))
+        start = Point({A: "3", B: "0.90"}, OK, thr, 200.0, start=True)
+        search.seed_point(start)
+        search.tell(Point({A: "4", B: "0.88"}, OK, 1200.0, 200.0, kv_tokens=250_000, restarted=True))
+        search.tell(Point({A: "3", B: "0.80"}, OK, 900.0, 200.0, kv_tokens=100_000, restarted=True))
+        return search, start
+
+    search, start = outside(1000.0)
+    measure = Confirmer((FAILED, None, "crashed"))
+    conf = await confirm_best(search, start, measure, baseline=1000.0)
+    assert len(measure.asked) == 1 and conf.status == UNCONFIRMED and conf.recommended is start
+    assert conf.verdict.endswith("; the next best, steps 3 · mem 0.80, read −10 % (±4 %) against the start in the "
+                                 "search: keep the start"), conf.verdict
+    search, start = outside(1300.0)
+    measure = Confirmer()
+    conf = await confirm_best(search, start, measure, baseline=1300.0)
+    assert not measure.asked and conf.status == NOT_BETTER and conf.recommended is start and conf.restarts == 0
+    assert conf.verdict == ("not measurably better than the start: the search's best, steps 4 · mem 0.88, read −8 % "
+                            "(±4 %) (worse) at C=16 over the start; keep the start")
+
+
+async def test_a_resumed_tune_answers_a_confirmation_its_earlier_job_finished_without_a_restart() -> None:
+    from services.experiments.tune import CONFIRMED, confirm_best
+
+    search, start = _searched()
+    earlier = Point({A: "4", B: "0.88"}, FAILED, why="crashed under the ramp", restarted=True)  # job 1's, as stored
+    measure = Confirmer((OK, 1150.0, ""))
+    conf = await confirm_best(search, start, measure, baseline=1000.0, earlier=[Point.from_json(earlier.to_json())])
+    assert measure.asked == [{A: "2", B: "0.88"}]  # steps 4's confirmation is job 1's: not restarted again
+    assert [(r["label"], r["resumed"], r["outcome"]) for r in conf.runs] == [
+        ("steps 4 · mem 0.88", True, "failed"), ("steps 2 · mem 0.88", False, CONFIRMED)]
+    assert conf.restarts == 2  # its restart counts, as a resumed point's does

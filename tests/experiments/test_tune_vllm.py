@@ -61,6 +61,12 @@ async def test_a_vllm_tune_finds_the_best_rolls_back_an_oom_and_ends_on_the_star
     assert re.match(r"[+−]\d+ % \(±\d+ %\) — ", r["verdict"]), r["verdict"]
     # the verdict's baseline is the start's median over its runs on the host: the bench before and the tune's own
     assert r["baseline"]["runs"] == 2 and "over the start (the median of its 2 runs on this host)" in r["verdict"]
+    # the verdict is the confirming run's (a fresh restart of the pick, new prompts), counted in the restarts
+    (confirming,) = r["confirmation"]["runs"]
+    assert r["confirmation"]["status"] == "confirmed" and confirming["label"] == "spec tokens 4 · mem 0.9"
+    assert confirming["run_id"] not in {p["run_id"] for p in r["points"]} and confirming["throughput"] > 0
+    assert r["restarts"] == r["search_restarts"] + 1
+    assert "by its confirming run (the search read " in r["verdict"], r["verdict"]
     assert bot.unit_text() == before
     async with httpx.AsyncClient(timeout=10) as client:
         ok = await client.post(f"{bot.sim.info['server_url']}/v1/completions",
@@ -68,6 +74,8 @@ async def test_a_vllm_tune_finds_the_best_rolls_back_an_oom_and_ends_on_the_star
     assert ok.status_code == 200
     (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:tune")
     assert "best *spec tokens 4 · mem 0.9*" in summary.reply.text, summary.reply.text
+    assert (f"Confirming spec tokens 4 · mem 0.9: search read {confirming['search_throughput']:,.0f} tok/s at C=16, "
+            f"confirmation {confirming['throughput']:,.0f} (a fresh restart, new prompts).") in summary.reply.text
     assert summary.reply.attachments[0].content.startswith(b"\x89PNG")
     (apply,) = summary.reply.buttons
     assert apply.command == f"try --num-speculative-tokens=4 --gpu-memory-utilization=0.9 on {job.host}"
