@@ -52,8 +52,14 @@ async def test_journalctl_on_the_host_is_the_backend_under_test(sim_host):
     out = (await sim_host.run(["journalctl", "--version"], timeout=10)).stdout
     if journal_backend_label().startswith("journal=systemd-"):
         assert out.split()[:2] == ["systemd", journal_backend_label().split("-", 1)[1]], out
-        lines = (await sim_host.run(["journalctl", "-u", sim_host.spec.unit, "-o", "json", "-n", "1", "--no-pager"],
-                                    timeout=10)).stdout.splitlines()
+        # the unit's first line: the fixture does not wait for the unit to start (its start and the sim's pipe into
+        # systemd-journal-remote took seconds at load ~12: an empty answer, session 7), so ask until it is there
+        lines: list[str] = []
+        async with asyncio.timeout(60):
+            while not lines:
+                lines = (await sim_host.run(["journalctl", "-u", sim_host.spec.unit, "-o", "json", "-n", "1",
+                                             "--no-pager"], timeout=10)).stdout.splitlines()
+                await asyncio.sleep(0 if lines else 0.2)
         assert len(lines) == 1 and json.loads(lines[0])["__CURSOR"].startswith("s=")
 
 
