@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support.xdist_groups import is_serial, run_tier, xdist_scope
+from support.xdist_groups import is_serial, xdist_scope
 
 from services.store.db import Database
 
@@ -108,8 +108,6 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
 
 
 _SCENARIO_DIRS = ("e2e", "demo", "reliability")
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """`--dist loadgroup` with the groups of `support.xdist_groups` (runs on xdist's controller only)."""
     if config.getvalue("dist") != "loadgroup":
@@ -125,7 +123,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Scenario tests (whole-bot runs: e2e, demo, reliability) are `slow`: `pytest -m "not slow"` is the quick loop;
-    `make test` runs everything. The `serial` phase's tests are marked, and the longest tests are put first."""
+    `make test` runs everything."""
     tests_dir = Path(__file__).resolve().parent
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(tests_dir).parts
@@ -135,6 +133,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.timeout(300))  # whole-bot scenarios: the default 120 s is for the rest
         if is_serial(item.nodeid):
             item.add_marker(pytest.mark.serial)
-    # longest first: xdist hands out tests in this order, so the minute-long scenarios no longer start last and
-    # leave the other workers idle at the end (the order was the files' alphabetical one: tests/reliability late)
-    items.sort(key=lambda item: run_tier(item.get_closest_marker("slow") is not None, item.fixturenames))

@@ -13,7 +13,6 @@ from support.xdist_groups import (
     WALL_CLOCK,
     XDIST_GROUPS,
     is_serial,
-    run_tier,
     xdist_scope,
 )
 
@@ -52,8 +51,3 @@ def test_the_serial_phase_runs_its_measurements_as_one_work_unit_and_its_scenari
     assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + WALL_CLOCK)  # no lookalike paths
     assert is_serial("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart_and_calls_it")
     assert not is_serial("tests/experiments/test_failure_and_sweep.py::test_seed_try_10_steps_fails")
-
-
-def test_the_longest_tests_are_handed_out_first() -> None:
-    assert run_tier(True, ["tmp_path"]) < run_tier(False, ["make_bot", "tmp_path"]) < run_tier(False, ["tmp_path"])
-    assert run_tier(False, ["systemd"]) == run_tier(False, ["rel_bot"])

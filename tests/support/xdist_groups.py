@@ -46,15 +46,3 @@ def xdist_scope(nodeid: str) -> str:
     if group.endswith("["):  # by the test's parameter: `test_x[0.32]` -> `real-vllm[0.32]`
         return group + nodeid.rpartition("[")[2] if nodeid.endswith("]") else group + "]"
     return group
-
-
-# Fixtures that bring up a whole simulated host (and a bot on it): a test using one runs for seconds to a minute.
-HOST_FIXTURES = frozenset({"make_bot", "rel_bot", "systemd", "sim_host", "real"})
-
-
-def run_tier(slow: bool, fixturenames: list[str] | tuple[str, ...]) -> int:
-    """Where a test goes in the run order (a stable sort by this, lowest first): `slow` scenarios (the real engines,
-    tune, the reliability scenarios: up to 100 s each), then tests on a whole simulated host, then the rest."""
-    if slow:
-        return 0
-    return 1 if HOST_FIXTURES.intersection(fixturenames) else 2
