@@ -26,8 +26,10 @@ def test_without_the_build_the_host_says_to_run_make_engine(tmp_path: Path, monk
 async def test_the_unit_is_the_real_server_and_fails_in_its_own_words(tmp_path: Path) -> None:
     async with SimHost(tmp_path / "h", engine="llamacpp", ssh=False) as host:
         await host.wait_ready(60)
-        msgs = messages(host, UNIT)
-        assert any(m.endswith(f"srv  llama_server: listening on http://127.0.0.1:{host.server_port}") for m in msgs)
+        # the server answers /health before its stdout line is in the journal (another stream: at load ~12 the
+        # line was not there yet when the assertion ran, session 7): wait for it
+        listening = f"srv  llama_server: listening on http://127.0.0.1:{host.server_port}"
+        await wait_for(lambda: any(m.endswith(listening) for m in messages(host, UNIT)), within=30)
         assert host.unit_path.read_text().count("MemoryMax=1G") == 1
         # the model removed: the real loader's error, then systemd's
         (host.root / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf").unlink()
