@@ -41,13 +41,8 @@ def prompt_text(body: dict[str, Any]) -> str:
 
 
 def count_prompt_tokens(body: dict[str, Any]) -> int:
-    if "messages" in body:
-        text = " ".join(str(m.get("content", "")) for m in body.get("messages") or [] if isinstance(m, dict))
-        return max(1, len(text) // 4) + 4 * len(body.get("messages") or []) + 3
-    prompt = body.get("prompt", body.get("text", ""))
-    if isinstance(prompt, list):
-        prompt = " ".join(str(p) for p in prompt)
-    return max(1, len(str(prompt)) // 4)
+    tokens = max(1, len(prompt_text(body)) // 4)
+    return tokens + 4 * len(body.get("messages") or []) + 3 if "messages" in body else tokens
 
 
 @dataclass
