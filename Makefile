@@ -3,8 +3,9 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 # Phase 1 is CPU-bound: 6 workers on 2 cores keep both cores busy while scenario tests wait on their hosts
-# (docs/PERFORMANCE.md "Test suite"). Phase 2, the `serial` tests (time and rate measurements, one after the other on
-# one worker; wall-clock scenarios beside them on two others: tests/support/xdist_groups.py), runs after it.
+# (docs/PERFORMANCE.md "Test suite"). Phase 2, the `serial` tests, runs after it in five work units, one a worker: the
+# time and rate measurements in two (one test at a time in each), the wall-clock scenarios in three
+# (tests/support/xdist_groups.py).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
 # Bytecode caching on, whatever the environment says (this machine kind sets PYTHONDONTWRITEBYTECODE=1): otherwise
 # every pytest worker rewrites and compiles every test module, and every process the tests start (bot replicas, the
@@ -12,6 +13,7 @@ STAMP := $(VENV)/.installed
 # CPU per process cold, 2.2-2.3 s warm, in 11 processes per `make test`. (__pycache__/ is in .gitignore.)
 unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 6
+SERIAL_WORKERS ?= 5
 QUICK_WORKERS ?= 4
 
 .PHONY: demo test test-quick lint install lock engine vllm image-check
@@ -32,7 +34,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	@command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || echo "note: no OpenSSH sshd here; the OpenSSH half of the host contract suite will be skipped (CI installs openssh-server)"
 	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS)
-	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n 3 --dist loadgroup -m serial $(PYTEST_ARGS)
+	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(SERIAL_WORKERS) --dist loadgroup -m serial $(PYTEST_ARGS)
 
 # The quick loop while you work (~45 s here): the unit-level tests of every layer (basics, store, units, handlers, diagnosis
 # without its incident corpus, doctor's sudo parsing, the bot's settings, the bench's SSE parser, the service-manager

@@ -1,6 +1,7 @@
 """The suite's xdist groups (`support.xdist_groups.XDIST_GROUPS`): each names a test file that exists, a test of it
-is scheduled as the group's work unit, the serial phase's measurements are one work unit and its wall-clock scenarios
-are not, and no test relies on xdist's own `xdist_group` mark, which pytest 9 ignores."""
+is scheduled as the group's work unit, the serial phase's measurements are two work units (the paced ones and the
+rest) and its wall-clock scenarios three others, and no test relies on xdist's own `xdist_group` mark, which
+pytest 9 ignores."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from pathlib import Path
 from support.xdist_groups import (
     MEASUREMENT_GROUP,
     MEASUREMENTS,
+    PACED,
+    PACED_GROUP,
     WALL_CLOCK,
+    WALL_CLOCK_UNITS,
     XDIST_GROUPS,
     is_serial,
     xdist_scope,
@@ -38,15 +42,24 @@ def test_no_test_uses_the_xdist_group_mark_that_pytest_9_ignores() -> None:
     assert users == [], f"use tests/conftest.py XDIST_GROUPS instead: {users}"
 
 
-def test_the_serial_phase_runs_its_measurements_as_one_work_unit_and_its_scenarios_beside_them() -> None:
-    for prefix in MEASUREMENTS + WALL_CLOCK:
+def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_its_scenarios_beside_them() -> None:
+    for prefix in MEASUREMENTS + PACED + WALL_CLOCK:
         path = prefix.split("::")[0]
         assert (ROOT / path).exists(), path
         assert is_serial(f"{prefix}{'test_x.py' if prefix.endswith('/') else ''}{'' if '::' in prefix else '::t'}")
-    assert xdist_scope("tests/bench/test_bench_window.py::test_a[N1]") == MEASUREMENT_GROUP
+    assert xdist_scope("tests/bench/test_bench_window.py::test_a[N1]") == PACED_GROUP
+    assert xdist_scope("tests/bot/slack/test_slack_pacing.py::test_b") == PACED_GROUP
+    assert xdist_scope("tests/bench/test_bench_cpu.py::test_a") == MEASUREMENT_GROUP
+    assert all(p.startswith(MEASUREMENTS) for p in PACED)  # a subset: serial, in a unit of their own
     assert xdist_scope("tests/bot/slack/test_slack_load.py::test_b") == MEASUREMENT_GROUP
     rolling = "tests/reliability/test_rel_rolling.py::test_c"
-    assert xdist_scope(rolling) == rolling  # a work unit of its own: the other worker takes it
+    assert xdist_scope(rolling) == "wall-clock-1"  # beside the measurements, on a worker of its own
+    sweeps = "tests/experiments/test_failure_and_sweep.py::test_sweep_"
+    assert {xdist_scope(f"{sweeps}posts_summary_chart"), xdist_scope(f"{sweeps}on_a_noisy_server_x")} == {
+        "wall-clock-3", "wall-clock-2"}
+    for prefixes in WALL_CLOCK_UNITS.values():  # every unit's test is serial, and the units name distinct tests
+        assert all(is_serial(p if "::" in p else f"{p}::t") for p in prefixes)
+    assert len({p for ps in WALL_CLOCK_UNITS.values() for p in ps}) == sum(map(len, WALL_CLOCK_UNITS.values()))
     assert not is_serial("tests/reliability/test_rel_overlap.py")
     assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + WALL_CLOCK)  # no lookalike paths
     assert is_serial("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart_and_calls_it")
