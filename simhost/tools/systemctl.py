@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 
 from simhost import control
-from simhost.journal import journal_path, read_backwards, short_line, unit_matches
+
+# A process per call (the bot's probes poll `systemctl show` over SSH): no pathlib, and the journal's reader only for
+# `status` (simhost.control says why).
 
 CHANGED = ("Warning: The unit file, source configuration file or drop-ins of {u} changed on disk. "
            "Run 'systemctl daemon-reload' to reload units.")
@@ -53,16 +54,16 @@ def _parse(argv: list[str]) -> tuple[list[str], dict[str, object]]:
     return args, opts
 
 
-def _root() -> Path:
+def _root() -> str:
     root = os.environ.get("SIMHOST_DIR")
     if not root:
         print("System has not been booted with systemd as init system (PID 1). Can't operate.", file=sys.stderr)
         print("Failed to connect to bus: Host is down", file=sys.stderr)
         raise SystemExit(1)
-    return Path(root)
+    return root
 
 
-def _ask(root: Path, payload: dict[str, object]) -> dict[str, object]:
+def _ask(root: str, payload: dict[str, object]) -> dict[str, object]:
     try:
         return control.request(root, payload)
     except (ConnectionError, OSError):
@@ -137,7 +138,7 @@ def _report_job(verb: str, unit: str, answer: dict[str, object]) -> int:
     return 1
 
 
-def _show(root: Path, units: list[str], opts: dict[str, object]) -> int:
+def _show(root: str, units: list[str], opts: dict[str, object]) -> int:
     wanted = [p for p in opts["props"] if p]  # type: ignore[attr-defined]
     for index, unit in enumerate(units or [""]):
         props: dict[str, str] = dict(_ask(root, {"op": "show", "unit": unit}).get("props") or {})  # type: ignore[call-overload]
@@ -152,7 +153,7 @@ def _show(root: Path, units: list[str], opts: dict[str, object]) -> int:
     return 0
 
 
-def _cat(root: Path, units: list[str]) -> int:
+def _cat(root: str, units: list[str]) -> int:
     code = 0
     for unit in units:
         answer = _ask(root, {"op": "show", "unit": unit})
@@ -161,7 +162,8 @@ def _cat(root: Path, units: list[str]) -> int:
         if answer.get("changed"):
             print(CHANGED.format(u=unit), file=sys.stderr)
         try:
-            text = Path(path).read_text()
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
         except OSError:
             print(f"No files found for {unit}.", file=sys.stderr)
             code = 1
@@ -190,7 +192,7 @@ def _ago(then: float) -> str:
     return "now"
 
 
-def _status(root: Path, units: list[str], opts: dict[str, object]) -> int:
+def _status(root: str, units: list[str], opts: dict[str, object]) -> int:
     unit = units[0] if units else ""
     answer = _ask(root, {"op": "status", "unit": unit})
     props: dict[str, str] = dict(answer.get("props") or {})  # type: ignore[call-overload]
@@ -231,7 +233,11 @@ def _status(root: Path, units: list[str], opts: dict[str, object]) -> int:
             branch = "└─" if i == len(pids) - 1 else "├─"
             print(f"             {branch}{pid} {cmd}")
     lines = int(opts["lines"])  # type: ignore[call-overload]
-    found, _ = read_backwards(journal_path(root), lambda es: sum(1 for e in es if unit_matches(e, unit)) >= lines)
+    from pathlib import Path
+
+    from simhost.journal import journal_path, read_backwards, short_line, unit_matches
+
+    found, _ = read_backwards(journal_path(Path(root)), lambda es: sum(1 for e in es if unit_matches(e, unit)) >= lines)
     entries = [e for e in found if unit_matches(e, unit)]
     if lines > 0 and entries:
         print()
