@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support.xdist_groups import is_serial, serial_files, xdist_scope
+from support.xdist_groups import is_serial, serial_files, serial_nice, xdist_scope
 
 from services.store.db import Database
 
@@ -105,6 +105,18 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
     finally:
         await database.close()
         await _drop_schema(schema)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Phase 2's priorities (`support.xdist_groups.WALL_CLOCK_NICE`), set before the test's fixtures start anything."""
+    want = serial_nice(item.nodeid)
+    if want is None or os.getpriority(os.PRIO_PROCESS, 0) == want:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, want)
+    except PermissionError:  # back to 0 needs root; a worker without it keeps its lower priority
+        pass
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

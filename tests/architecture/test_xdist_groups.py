@@ -14,9 +14,11 @@ from support.xdist_groups import (
     PACED,
     PACED_GROUP,
     WALL_CLOCK,
+    WALL_CLOCK_NICE,
     WALL_CLOCK_UNITS,
     XDIST_GROUPS,
     is_serial,
+    serial_nice,
     xdist_scope,
 )
 
@@ -64,3 +66,12 @@ def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_its_scenar
     assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + WALL_CLOCK)  # no lookalike paths
     assert is_serial("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart_and_calls_it")
     assert not is_serial("tests/experiments/test_failure_and_sweep.py::test_seed_try_10_steps_fails")
+
+
+def test_beside_the_measurements_the_wall_clock_scenarios_run_at_a_lower_priority() -> None:
+    assert WALL_CLOCK_NICE > 0
+    assert serial_nice("tests/bench/test_bench_lag.py::test_a") == 0
+    assert serial_nice("tests/bot/slack/test_slack_pacing.py::test_b") == 0
+    assert serial_nice("tests/reliability/test_rel_rolling.py::test_c") == WALL_CLOCK_NICE
+    assert serial_nice("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart") == WALL_CLOCK_NICE
+    assert serial_nice("tests/reliability/test_rel_overlap.py::test_d") is None  # phase 1: as it is
