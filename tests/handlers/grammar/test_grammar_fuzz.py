@@ -103,6 +103,9 @@ _KEYWORDS = {"on", "to", "c", "conc", "concurrency", "with", "and", "the", "plea
 HOSTS = st.from_regex(r"[a-z][a-z0-9_-]{0,10}(\.[a-z0-9]{1,5})?", fullmatch=True).filter(
     lambda h: h not in _KEYWORDS and h not in VERBS and not re.fullmatch(r"r?[0-9]+|rev[0-9]+", h)
     and all(h != w.lower() and h != w.lower().lstrip("-") for w in FLAG_WORDS)
+    # nor a flag's alias: `on pp` reads as the value `on` before the flag `pp` (--pipeline-parallel-size), not a host
+    # (handlers.grammar_args.take_host's guard; the generator made `sweep steps 1..2 on pp` in session 8)
+    and h not in {a.lower() for f in FLAGS for a in f.aliases}
     and h not in ("true", "false", "yes", "no", "off", "enable", "disable", "enabled", "disabled"))
 
 
