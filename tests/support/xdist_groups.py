@@ -26,28 +26,24 @@ XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 #   the three work units of WALL_CLOCK_UNITS, ~55 s each (the times of session 8, in the comments). As single-test
 #   units xdist handed them out two at a time in file order: the rolling upgrade (39 s) started last behind the
 #   fencing and orphan scenarios on one worker while the others idled, 89 s against 47-58 s.
-MEASUREMENTS = ("tests/bench/", "tests/simhost/test_simhost_server.py", "tests/simhost/test_simhost_seed.py",
-                "tests/bot/slack/test_slack_load.py", "tests/bot/slack/test_slack_pacing.py",
-                "tests/bot/slack/test_slack_home.py", "tests/handlers/router/test_job_notifier.py")
 PACED = ("tests/bench/test_bench_window.py", "tests/bench/test_bench_definitions.py",
          "tests/bench/test_bench_failures.py", "tests/bench/test_bench_requests.py",
          "tests/bench/test_bench_result.py", "tests/bot/slack/test_slack_pacing.py",
          "tests/bot/slack/test_slack_home.py", "tests/handlers/router/test_job_notifier.py")
+MEASUREMENTS = (*PACED, "tests/bench/", "tests/simhost/test_simhost_server.py", "tests/simhost/test_simhost_seed.py",
+                "tests/bot/slack/test_slack_load.py")
 WALL_CLOCK_UNITS = {
     "wall-clock-1": ("tests/reliability/test_rel_rolling.py",  # 39-43 s
                      "tests/reliability/test_rel_server_faults.py",  # 9-12 s
                      "tests/reliability/test_rel_abuse.py"),  # 4 s
+    # the sweeps: their verdicts ride on differences of a few % between measured steps, and at phase 1's load (10-15
+    # on 2 cores) a step read slow enough to move the plateau call (found without reruns, session 7)
     "wall-clock-2": ("tests/experiments/test_failure_and_sweep.py::test_sweep_on_a_noisy_server",  # 38 s
                      "tests/reliability/test_rel_fencing.py"),  # 18-20 s
     "wall-clock-3": ("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary",  # 32 s
                      "tests/reliability/test_rel_orphans.py"),  # 20-26 s
 }
-WALL_CLOCK = ("tests/reliability/test_rel_server_faults.py", "tests/reliability/test_rel_abuse.py",
-              "tests/reliability/test_rel_fencing.py", "tests/reliability/test_rel_orphans.py",
-              "tests/reliability/test_rel_rolling.py",
-              # sweeps whose verdicts ride on differences of a few % between measured steps: at phase 1's load
-              # (10-15 on 2 cores) a step read slow enough to move the plateau call (found without reruns, session 7)
-              "tests/experiments/test_failure_and_sweep.py::test_sweep_")
+WALL_CLOCK = tuple(prefix for prefixes in WALL_CLOCK_UNITS.values() for prefix in prefixes)
 MEASUREMENT_GROUP = "measurements"
 PACED_GROUP = "measurements-paced"
 # Beside the measurements, the wall-clock scenarios (and every process they start: hosts, servers, bots) run at this
