@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from handlers.commands import Command, Schedule
 from handlers.grammar import HOST_RE, parse, render
+from handlers.grammar_args import lookup_flag
 from handlers.registry import COMMANDS
 from services.engines.sglang.flags import FLAGS
 from services.errors import UserInputError
@@ -100,13 +101,12 @@ def test_a_metacharacter_anywhere_in_a_valid_command_is_refused(text: str, meta:
 _KEYWORDS = {"on", "to", "c", "conc", "concurrency", "with", "and", "the", "please", "of", "for", "host", "last",
              "incident", "inc", "lines", "pid", "process", "job", "jobs", "revision", "rev", "from", "values",
              "over", "in", "at", "vs", "versus"}
-FLAG_ALIASES = frozenset(a.lower() for f in FLAGS for a in f.aliases)
 HOSTS = st.from_regex(r"[a-z][a-z0-9_-]{0,10}(\.[a-z0-9]{1,5})?", fullmatch=True).filter(
     lambda h: h not in _KEYWORDS and h not in VERBS and not re.fullmatch(r"r?[0-9]+|rev[0-9]+", h)
     and all(h != w.lower() and h != w.lower().lstrip("-") for w in FLAG_WORDS)
-    # nor a flag's alias: `on pp` reads as the value `on` before the flag `pp` (--pipeline-parallel-size), not a host
-    # (handlers.grammar_args.take_host's guard; the generator made `sweep steps 1..2 on pp` in session 8)
-    and h not in FLAG_ALIASES
+    # nor any word the grammar reads as a flag (every engine's, aliases too): `on pp` reads as the value `on` before
+    # `pp` (vLLM's --pipeline-parallel-size), not a host (take_host's guard; drawn twice in session 8)
+    and lookup_flag(h) is None
     and h not in ("true", "false", "yes", "no", "off", "enable", "disable", "enabled", "disabled"))
 
 
