@@ -104,9 +104,8 @@ _KEYWORDS = {"on", "to", "c", "conc", "concurrency", "with", "and", "the", "plea
 HOSTS = st.from_regex(r"[a-z][a-z0-9_-]{0,10}(\.[a-z0-9]{1,5})?", fullmatch=True).filter(
     lambda h: h not in _KEYWORDS and h not in VERBS and not re.fullmatch(r"r?[0-9]+|rev[0-9]+", h)
     and all(h != w.lower() and h != w.lower().lstrip("-") for w in FLAG_WORDS)
-    # nor any word the grammar reads as a flag (every engine's, aliases too): `on pp` reads as the value `on` before
-    # `pp` (vLLM's --pipeline-parallel-size), not a host (take_host's guard; drawn twice in session 8)
-    and lookup_flag(h) is None
+    # nor a switch's name (every engine's, aliases too): `on <switch>` turns it on, it is not a host (take_host)
+    and (lookup_flag(h) is None or lookup_flag(h).kind != "bool")
     and h not in ("true", "false", "yes", "no", "off", "enable", "disable", "enabled", "disabled"))
 
 

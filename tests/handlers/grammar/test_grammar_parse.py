@@ -47,6 +47,11 @@ EXAMPLES: list[tuple[str, Command]] = [
     ("try algo=eagle3 topk 1", Try((("--speculative-algorithm", "EAGLE3"), ("--speculative-eagle-topk", "1")))),
     ("try no-cuda-graph", Try((("--disable-cuda-graph", "true"),))),
     ("try no-cuda-graph off on gpu-1", Try((("--disable-cuda-graph", "false"),), host="gpu-1")),
+    # `on <switch>` turns it on; `on <other flag word>` is a host (pp: vLLM's --pipeline-parallel-size, tp: SGLang's)
+    ("try on no-cuda-graph", Try((("--disable-cuda-graph", "true"),))),
+    ("try steps 5 on pp", Try(((STEPS, "5"),), host="pp")),
+    ("try steps 5 on tp", Try(((STEPS, "5"),), host="tp")),
+    ("sweep steps 1..2 on pp", Sweep(STEPS, ("1", "2"), host="pp")),
     ("try steps 4 c=1,4", Try(((STEPS, "4"),), concurrency=(1, 4))),
     ("set tp 8", Try((("--tp-size", "8"),))),
     ("sweep steps 1..5", Sweep(STEPS, ("1", "2", "3", "4", "5"))),
