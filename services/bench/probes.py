@@ -16,6 +16,7 @@ import httpx
 
 from services.bench.stats import ServerFigures
 from services.engines import Engine
+from services.httpclient import http_client
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -57,12 +58,10 @@ def parse_prometheus(text: str) -> dict[str, list[float]]:
 class _MetricsReader:
     def __init__(self, base_url: str) -> None:
         self._url = base_url.rstrip("/").removesuffix("/v1") + "/metrics"
-        # no CA bundle for plain http: loading it blocks the loop for tens of ms (at the window's edge)
-        self._verify = self._url.startswith("https://")
 
     async def read(self) -> dict[str, list[float]] | None:
         try:
-            async with httpx.AsyncClient(timeout=PROBE_TIMEOUT_S, verify=self._verify, trust_env=False) as client:
+            async with http_client(timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
                 resp = await client.get(self._url)
         except httpx.HTTPError:
             return None

@@ -25,6 +25,7 @@ from services.bench.probes import MetricsProbe, ServerProbe
 from services.bench.prompts import load_prompts_file, request_body, synthetic_prompt
 from services.bench.stats import BenchResult, ClientHealth, Dist, LevelResult, ServerFigures
 from services.errors import BenchmarkError
+from services.httpclient import http_client
 
 __all__ = [
     "BenchProgress", "BenchResult", "BenchSpec", "ClientHealth", "Dist", "LevelResult", "MetricsProbe",
@@ -130,9 +131,8 @@ class BenchSpec:
 async def _check_server(spec: BenchSpec) -> str | None:
     """Fail fast if nothing answers; return the model to use (the spec's, else the first served)."""
     try:
-        async with asyncio.timeout(CHECK_TIMEOUT_S), httpx.AsyncClient(
-                base_url=spec.base_url, timeout=CHECK_TIMEOUT_S, trust_env=False,
-                verify=spec.base_url.startswith("https://")) as client:
+        async with asyncio.timeout(CHECK_TIMEOUT_S), http_client(
+                base_url=spec.base_url, timeout=CHECK_TIMEOUT_S, trust_env=False) as client:
             resp = await client.get("/v1/models")
     except (TimeoutError, httpx.HTTPError) as exc:
         detail = (str(exc) or type(exc).__name__)[:200]

@@ -36,6 +36,7 @@ from services.engines import ENGINES, detect_engine, engine_display, get_flag
 from services.errors import HostError, HostKeyMismatch, PitcrewError, UnitError
 from services.experiments import EngineFlagCache, check_flags, disk_check
 from services.hosts import Host, HostPool, HostSpec, sudoers_rule
+from services.httpclient import http_client
 from services.journal import parse_show
 from services.units import read_exec_start
 
@@ -315,7 +316,7 @@ class Doctor:
         url = f"{spec.server_url}/health"
         t0 = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+            async with http_client(timeout=self.timeout_s) as client:
                 r = await client.get(url)
         except httpx.HTTPError as e:
             return [Finding("health", "fail", f"{url} does not answer ({type(e).__name__})",

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from services.httpclient import http_client
+
 __all__ = ["RampResult", "ramp", "ramp_levels"]
 
 Progress = Callable[[int], Awaitable[None]]
@@ -64,7 +66,7 @@ async def ramp(url: str, top: int, *, model: str = "default", max_tokens: int = 
     """Load `url` level by level up to `top` concurrent requests; stop at the first level with an error."""
     result = RampResult()
     t0 = time.monotonic()
-    async with httpx.AsyncClient(timeout=timeout_s, limits=httpx.Limits(max_connections=top + 4)) as client:
+    async with http_client(timeout=timeout_s, limits=httpx.Limits(max_connections=top + 4)) as client:
         if model == "default":
             try:
                 model = str((await client.get(f"{url}/v1/models")).json()["data"][0]["id"])

@@ -21,6 +21,7 @@ import httpx
 from services.engines import Capacity, engine_named, engine_version
 from services.errors import DeployFailed, HostError
 from services.hosts import Host
+from services.httpclient import http_client
 from services.journal import JournalEntry, SystemdEvent, classify, parse_entry, parse_show
 
 Progress = Callable[[str], Awaitable[None]]
@@ -243,7 +244,7 @@ class UnitOps:
         """Poll `/health`, then run one short real generation; returns the model name."""
         base = self.spec.server_url
         t_end = time.monotonic() + deadline_s
-        async with httpx.AsyncClient(timeout=self.http_timeout) as client:
+        async with http_client(timeout=self.http_timeout) as client:
             while True:
                 with contextlib.suppress(httpx.HTTPError):
                     r = await client.get(f"{base}/health")
@@ -273,7 +274,7 @@ class UnitOps:
         if not server.version_path:
             return ""
         try:
-            async with httpx.AsyncClient(timeout=self.http_timeout) as client:
+            async with http_client(timeout=self.http_timeout) as client:
                 r = await client.get(f"{self.spec.server_url}{server.version_path}")
             doc = r.json() if r.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
