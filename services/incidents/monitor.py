@@ -141,8 +141,11 @@ class IncidentMonitor:
         self._notices[host] = notices
 
     def clear_expected(self, host: str) -> None:
-        """pitcrew's own action on `host` is over: failures from now on are the server's own."""
-        self._notices.pop(host, None)
+        """pitcrew's own action on `host` is over: failures from now on are the server's own. A failure that happened
+        before now stays pitcrew's when its line is read later (the follower reads seconds late under load, or after
+        a reconnect): the notices end now rather than vanish (`expect` drops them once they have ended)."""
+        now = datetime.now(UTC)
+        self._notices[host] = [replace(n, until=min(n.until, now)) for n in self._notices.get(host, [])]
 
     async def _expected_reason(self, host: str, inv: str, track: Track, ev: SystemdEvent) -> str | None:
         if inv in track.stopping:
