@@ -3,9 +3,10 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 # Phase 1 is CPU-bound: 6 workers on 2 cores keep both cores busy while scenario tests wait on their hosts
-# (docs/PERFORMANCE.md "Test suite"). Phase 2, the `serial` tests, runs after it in five work units, one a worker: the
-# time and rate measurements in two (one test at a time in each), the wall-clock scenarios in three
-# (tests/support/xdist_groups.py).
+# (docs/PERFORMANCE.md "Test suite"). Phase 2, the `serial` tests, runs in five work units, one a worker: the time and
+# rate measurements in two (one test at a time in each), the wall-clock scenarios in three
+# (tests/support/xdist_groups.py). The two phases run at the same time, phase 1 under SCHED_IDLE so that phase 2's
+# measurements still get a core the moment they want one (scripts/test-phases.sh).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
 # Bytecode caching on, whatever the environment says (this machine kind sets PYTHONDONTWRITEBYTECODE=1): otherwise
 # every pytest worker rewrites and compiles every test module, and every process the tests start (bot replicas, the
@@ -33,8 +34,8 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || echo "note: no OpenSSH sshd here; the OpenSSH half of the host contract suite will be skipped (CI installs openssh-server)"
-	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS)
-	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" $(VENV)/bin/pytest -q -n $(SERIAL_WORKERS) --dist loadgroup -m serial $(PYTEST_ARGS)
+	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" bash scripts/test-phases.sh \
+		$(VENV)/bin/pytest $(TEST_WORKERS) $(SERIAL_WORKERS) $(PYTEST_ARGS)
 
 # The quick loop while you work (~45 s here): the unit-level tests of every layer (basics, store, units, handlers, diagnosis
 # without its incident corpus, doctor's sudo parsing, the bot's settings, the bench's SSE parser, the service-manager
@@ -43,7 +44,7 @@ QUICK := tests/basics tests/handlers tests/units tests/store tests/architecture 
 	tests/doctor/test_doctor_sudo.py tests/doctor/test_doctor_image_check.py tests/bot/test_settings_logs.py tests/simhost/test_simhost_manager_contract.py \
 	tests/incidents/test_incidents_evidence_parse.py tests/bench/test_bench_sse.py
 test-quick: $(STAMP)
-	$(VENV)/bin/pytest -q -n $(QUICK_WORKERS) -p no:cacheprovider -m "not slow and not serial" \
+	$(VENV)/bin/pytest -q -n $(QUICK_WORKERS) -p no:cacheprovider -m "not slow and not serial and not wallclock" \
 		-k "not systemd-real and not postgresql" --deselect tests/diagnosis/test_incident_corpus.py $(QUICK)
 
 # The real llama.cpp engine (llama-server + SmolLM2) for `--engine llamacpp`: built once per machine into

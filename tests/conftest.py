@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support.xdist_groups import is_serial, serial_files, serial_nice, xdist_scope
+from support.xdist_groups import is_serial, is_wallclock, phase_files, serial_nice, xdist_scope
 
 from services.store.db import Database
 
@@ -109,7 +109,8 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Phase 2's priorities (`support.xdist_groups.WALL_CLOCK_NICE`), set before the test's fixtures start anything."""
+    """The `serial` phase's priorities (`support.xdist_groups.WALL_CLOCK_NICE`), set before the test's fixtures start
+    anything."""
     want = serial_nice(item.nodeid)
     if want is None or os.getpriority(os.PRIO_PROCESS, 0) == want:
         return
@@ -120,15 +121,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """`-m serial` alone (phase 2 of `make test`) imports only the test files that hold serial tests: collecting all
-    of them took each of its six processes ~3 CPU-s (~8 s of its wall time on 2 cores) to deselect 95 % of them."""
-    if config.getoption("markexpr") != "serial" or not collection_path.name.startswith("test_"):
+    """`-m serial` or `-m wallclock` alone (scripts/test-phases.sh) imports only the test files that hold such tests:
+    collecting all of them took each of its processes ~3 CPU-s (~8 s of its wall time on 2 cores) to deselect 95 %."""
+    files = phase_files(config.getoption("markexpr"))
+    if files is None or not collection_path.name.startswith("test_"):
         return None
     try:
         rel = collection_path.resolve().relative_to(_TESTS_DIR.parent).as_posix()
     except ValueError:
         return None
-    return True if not rel.startswith(serial_files()) else None
+    return True if not rel.startswith(files) else None
 
 
 _SCENARIO_DIRS = ("e2e", "demo", "reliability")
@@ -157,3 +159,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.timeout(300))  # whole-bot scenarios: the default 120 s is for the rest
         if is_serial(item.nodeid):
             item.add_marker(pytest.mark.serial)
+        elif is_wallclock(item.nodeid):
+            item.add_marker(pytest.mark.wallclock)

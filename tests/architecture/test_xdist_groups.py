@@ -1,7 +1,7 @@
 """The suite's xdist groups (`support.xdist_groups.XDIST_GROUPS`): each names a test file that exists, a test of it
 is scheduled as the group's work unit, the serial phase's measurements are two work units (the paced ones and the
-rest) and its wall-clock scenarios three others, and no test relies on xdist's own `xdist_group` mark, which
-pytest 9 ignores."""
+rest) and its sweeps two others, the lease scenarios beside phase 1 two more, and no test relies on xdist's own
+`xdist_group` mark, which pytest 9 ignores."""
 
 from __future__ import annotations
 
@@ -9,15 +9,19 @@ import re
 from pathlib import Path
 
 from support.xdist_groups import (
+    LEASE_UNITS,
+    LEASES,
     MEASUREMENT_GROUP,
     MEASUREMENTS,
     PACED,
-    PACED_GROUP,
-    WALL_CLOCK,
+    PACED_UNITS,
+    SWEEP_UNITS,
+    SWEEPS,
     WALL_CLOCK_NICE,
-    WALL_CLOCK_UNITS,
     XDIST_GROUPS,
     is_serial,
+    is_wallclock,
+    phase_files,
     serial_nice,
     xdist_scope,
 )
@@ -44,31 +48,43 @@ def test_no_test_uses_the_xdist_group_mark_that_pytest_9_ignores() -> None:
     assert users == [], f"use tests/conftest.py XDIST_GROUPS instead: {users}"
 
 
-def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_its_scenarios_beside_them() -> None:
-    for prefix in MEASUREMENTS + PACED + WALL_CLOCK:
+def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_the_sweeps_beside_them() -> None:
+    for prefix in MEASUREMENTS + PACED + SWEEPS:
         path = prefix.split("::")[0]
         assert (ROOT / path).exists(), path
-        assert is_serial(f"{prefix}{'test_x.py' if prefix.endswith('/') else ''}{'' if '::' in prefix else '::t'}")
-    assert xdist_scope("tests/bench/test_bench_window.py::test_a[N1]") == PACED_GROUP
-    assert xdist_scope("tests/bot/slack/test_slack_pacing.py::test_b") == PACED_GROUP
+        node = f"{prefix}{'test_x.py' if prefix.endswith('/') else ''}{'' if '::' in prefix else '::t'}"
+        assert is_serial(node) and not is_wallclock(node)
+    assert xdist_scope("tests/bench/test_bench_window.py::test_a[N1]") == "measurements-paced-1"
+    assert xdist_scope("tests/bot/slack/test_slack_pacing.py::test_b") == "measurements-paced-2"
+    assert len(set(PACED)) == sum(map(len, PACED_UNITS.values()))
     assert xdist_scope("tests/bench/test_bench_cpu.py::test_a") == MEASUREMENT_GROUP
     assert xdist_scope("tests/bot/slack/test_slack_load.py::test_b") == MEASUREMENT_GROUP
-    rolling = "tests/reliability/test_rel_rolling.py::test_c"
-    assert xdist_scope(rolling) == "wall-clock-1"  # beside the measurements, on a worker of its own
     sweeps = "tests/experiments/test_failure_and_sweep.py::test_sweep_"
-    assert {xdist_scope(f"{sweeps}posts_summary_chart"), xdist_scope(f"{sweeps}on_a_noisy_server_x")} == {
-        "wall-clock-3", "wall-clock-2"}
-    assert len({p for ps in WALL_CLOCK_UNITS.values() for p in ps}) == sum(map(len, WALL_CLOCK_UNITS.values()))
-    assert not is_serial("tests/reliability/test_rel_overlap.py")
-    assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + WALL_CLOCK)  # no lookalike paths
-    assert is_serial("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart_and_calls_it")
+    units = {xdist_scope(f"{sweeps}posts_summary_chart"), xdist_scope(f"{sweeps}on_a_noisy_server_x")}
+    assert units == set(SWEEP_UNITS)
+    assert is_serial(f"{sweeps}posts_summary_chart_and_calls_it")
     assert not is_serial("tests/experiments/test_failure_and_sweep.py::test_seed_try_10_steps_fails")
+    assert not is_serial("tests/reliability/test_rel_overlap.py")
+    assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + SWEEPS + LEASES)  # no lookalike paths
+    assert phase_files("serial") == tuple(p.split("::")[0] for p in MEASUREMENTS + SWEEPS)
+    assert phase_files("not serial") is None
 
 
-def test_beside_the_measurements_the_wall_clock_scenarios_run_at_a_lower_priority() -> None:
+def test_the_lease_scenarios_run_beside_phase_1_in_their_own_work_units() -> None:
+    for prefix in LEASES:
+        assert (ROOT / prefix).is_file(), prefix
+        assert is_wallclock(f"{prefix}::t") and not is_serial(f"{prefix}::t")
+    assert xdist_scope("tests/reliability/test_rel_rolling.py::test_c") == "lease-1"
+    assert xdist_scope("tests/reliability/test_rel_orphans.py::test_d") == "lease-2"
+    assert len(set(LEASES)) == sum(map(len, LEASE_UNITS.values()))
+    assert not is_wallclock("tests/reliability/test_rel_overlap.py::test_d")  # phase 1
+    assert phase_files("wallclock") == LEASES
+
+
+def test_beside_the_measurements_the_sweeps_run_at_a_lower_priority() -> None:
     assert WALL_CLOCK_NICE > 0
     assert serial_nice("tests/bench/test_bench_lag.py::test_a") == 0
     assert serial_nice("tests/bot/slack/test_slack_pacing.py::test_b") == 0
-    assert serial_nice("tests/reliability/test_rel_rolling.py::test_c") == WALL_CLOCK_NICE
     assert serial_nice("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart") == WALL_CLOCK_NICE
+    assert serial_nice("tests/reliability/test_rel_rolling.py::test_c") is None  # beside phase 1: as it is
     assert serial_nice("tests/reliability/test_rel_overlap.py::test_d") is None  # phase 1: as it is

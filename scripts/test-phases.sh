@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `make test`: the suite in two phases, the first with the wall-clock scenarios beside it.
+#
+#   phase 1    pytest -n WORKERS -m "not serial and not wallclock"   CPU-bound (both cores busy for ~6 minutes), run
+#              with `chrt --idle`: its processes (and every host, server and bot they start) get a core only when
+#              nothing else wants one
+#   beside it  pytest -n 2 -m wallclock   whole-bot scenarios on lease TTLs of seconds, at normal priority: they
+#              mostly wait, and when one wakes it takes a core from a phase-1 process at once (the kernel preempts a
+#              SCHED_IDLE task for any other on wakeup)
+#   phase 2    pytest -n SERIAL -m serial   the tests that assert a figure (time, rates against a ground truth, the
+#              sweeps' plateau calls), alone once both are done: SCHED_IDLE is not enough for them (caches and
+#              loopback softirqs are shared whatever the priority)
+#
+# tests/support/xdist_groups.py says which test is which. The `wallclock` report is printed after phase 1's (two
+# progress lines interleaved would say nothing). Exits non-zero when any part fails; Ctrl-C stops them all.
+#
+# usage: scripts/test-phases.sh PYTEST WORKERS SERIAL_WORKERS [pytest args...]
+set -u
+pytest=$1 workers=$2 serial=$3
+shift 3
+if command -v chrt >/dev/null 2>&1 && chrt --idle 0 true 2>/dev/null; then
+  idle=(chrt --idle 0)
+else  # no chrt (or SCHED_IDLE refused): the lowest niceness is the nearest thing
+  idle=(nice -n 19)
+fi
+log=$(mktemp "${TMPDIR:-/tmp}/pitcrew-wallclock.XXXXXX")
+beside=""
+stop() {
+  [ -n "$beside" ] && kill -INT "$beside" 2>/dev/null
+  wait
+  rm -f "$log"
+  exit 130
+}
+trap stop INT TERM
+
+"$pytest" -q -n 2 --dist loadgroup -m wallclock "$@" >"$log" 2>&1 &
+beside=$!
+echo "== phase 1 (-m \"not serial and not wallclock\", $workers workers, ${idle[*]}), the wallclock scenarios beside it"
+"${idle[@]}" "$pytest" -q -n "$workers" --dist loadgroup -m "not serial and not wallclock" "$@"
+rc1=$?
+wait "$beside"
+rcw=$?
+beside=""
+echo
+echo "== the wallclock scenarios (-m wallclock, 2 workers, normal priority, beside phase 1)"
+cat "$log"
+rm -f "$log"
+echo
+echo "== phase 2 (-m serial, $serial workers, alone)"
+"$pytest" -q -n "$serial" --dist loadgroup -m serial "$@"
+rc2=$?
+verdict() { [ "$1" -eq 0 ] && echo passed || echo "FAILED (exit $1)"; }
+echo
+echo "phase 1: $(verdict $rc1); wallclock: $(verdict $rcw); phase 2: $(verdict $rc2)"
+[ "$rc1" -eq 0 ] && [ "$rcw" -eq 0 ] && [ "$rc2" -eq 0 ]
