@@ -370,7 +370,7 @@ class SimHost:
                                       "PRIORITY": 4, "_SOURCE_MONOTONIC_TIMESTAMP": 0, "MESSAGE": message})
             shape = gpu.read_shape(self.root)
             gpu.write_shape(self.root, self.gpus, self.gpu_memory_mib)
-            _write_json(gpu.gpu_dir(self.root) / "gpus.json", {**shape, "lost": [lost]})
+            _write_json(Path(gpu.gpu_dir(self.root), "gpus.json"), {**shape, "lost": [lost]})
             await self.signal_main("USR2")
             return f"Xid 79 on GPU {lost}"
         # clear
