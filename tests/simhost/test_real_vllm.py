@@ -1,6 +1,6 @@
 """pitcrew's vLLM path against real vLLM 0.32 and 0.11 (the CPU builds `make vllm` installs) serving a real small model.
 
-One session-scoped host per version (`SimHost(engine="vllm", real_engine=True)`, the sim's supervisor, eager mode)
+One module-scoped host per version (`SimHost(engine="vllm", real_engine=True)`, the sim's supervisor, eager mode)
 for every test here; the GPU stays simulated. Skipped, with the reason, where `make vllm` has not built a version.
 What they check, over SSH as the bot does: the engine and its version from the real journal, the capacity and ready
 lines, the flag table read from the unit's own `vllm serve --help=all` (an unknown flag refused in vLLM's own words,
@@ -36,7 +36,9 @@ VLLM = engine_named("vllm")
 READY_S = 900.0  # 20-60 s on an idle 2-core machine; minutes while other work shares it
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session", params=["0.32", "0.11"])
+# module scope: the host (and its vLLM, whose idle worker process kept burning ~2 CPU-s a minute) is stopped as soon
+# as this file's tests for the version are done, not when the worker's session ends minutes later
+@pytest_asyncio.fixture(scope="module", loop_scope="session", params=["0.32", "0.11"])
 async def real(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimHost]:
     version = str(request.param)
     if (why := unavailable(version)) is not None:
