@@ -61,7 +61,7 @@ class _MetricsReader:
 
     async def read(self) -> dict[str, list[float]] | None:
         try:
-            async with http_client(timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
+            async with http_client(self._url, timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
                 resp = await client.get(self._url)
         except httpx.HTTPError:
             return None

@@ -132,7 +132,7 @@ async def _check_server(spec: BenchSpec) -> str | None:
     """Fail fast if nothing answers; return the model to use (the spec's, else the first served)."""
     try:
         async with asyncio.timeout(CHECK_TIMEOUT_S), http_client(
-                base_url=spec.base_url, timeout=CHECK_TIMEOUT_S, trust_env=False) as client:
+                spec.base_url, base_url=spec.base_url, timeout=CHECK_TIMEOUT_S, trust_env=False) as client:
             resp = await client.get("/v1/models")
     except (TimeoutError, httpx.HTTPError) as exc:
         detail = (str(exc) or type(exc).__name__)[:200]

@@ -316,7 +316,7 @@ class Doctor:
         url = f"{spec.server_url}/health"
         t0 = time.monotonic()
         try:
-            async with http_client(timeout=self.timeout_s) as client:
+            async with http_client(url, timeout=self.timeout_s) as client:
                 r = await client.get(url)
         except httpx.HTTPError as e:
             return [Finding("health", "fail", f"{url} does not answer ({type(e).__name__})",

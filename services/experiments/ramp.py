@@ -66,7 +66,7 @@ async def ramp(url: str, top: int, *, model: str = "default", max_tokens: int = 
     """Load `url` level by level up to `top` concurrent requests; stop at the first level with an error."""
     result = RampResult()
     t0 = time.monotonic()
-    async with http_client(timeout=timeout_s, limits=httpx.Limits(max_connections=top + 4)) as client:
+    async with http_client(url, timeout=timeout_s, limits=httpx.Limits(max_connections=top + 4)) as client:
         if model == "default":
             try:
                 model = str((await client.get(f"{url}/v1/models")).json()["data"][0]["id"])

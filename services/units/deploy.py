@@ -244,7 +244,7 @@ class UnitOps:
         """Poll `/health`, then run one short real generation; returns the model name."""
         base = self.spec.server_url
         t_end = time.monotonic() + deadline_s
-        async with http_client(timeout=self.http_timeout) as client:
+        async with http_client(base, timeout=self.http_timeout) as client:
             while True:
                 with contextlib.suppress(httpx.HTTPError):
                     r = await client.get(f"{base}/health")
@@ -274,7 +274,7 @@ class UnitOps:
         if not server.version_path:
             return ""
         try:
-            async with http_client(timeout=self.http_timeout) as client:
+            async with http_client(self.spec.server_url, timeout=self.http_timeout) as client:
                 r = await client.get(f"{self.spec.server_url}{server.version_path}")
             doc = r.json() if r.status_code == 200 else None
         except (httpx.HTTPError, ValueError):

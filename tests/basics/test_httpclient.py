@@ -1,4 +1,5 @@
-"""`services.httpclient`: one TLS context per process, certificates still verified (real servers on loopback)."""
+"""`services.httpclient`: one TLS context per process for https servers (certificates verified), none for plain http
+(real servers on loopback)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def _self_signed(tmp_path: Path) -> ssl.SSLContext:
     return ctx
 
 
-async def test_clients_share_one_tls_context_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_https_clients_share_one_tls_context_and_plain_http_builds_none(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     built: list[ssl.SSLContext] = []
     real = httpx.create_ssl_context
 
@@ -72,14 +74,24 @@ async def test_clients_share_one_tls_context_built_once(monkeypatch: pytest.Monk
     try:
         async with _server() as port:
             for _ in range(5):
-                async with http_client(timeout=5) as client:
-                    assert (await client.get(f"http://127.0.0.1:{port}/health")).text == "ok"
+                url = f"http://127.0.0.1:{port}"
+                async with http_client(url, timeout=5) as client:
+                    assert (await client.get(f"{url}/health")).text == "ok"
+        assert built == [], "a plain-http client parsed the CA bundle"
+        async with _server(_self_signed(tmp_path)) as port:
+            for _ in range(3):
+                url = f"https://127.0.0.1:{port}"
+                async with http_client(url, timeout=5) as client:
+                    with pytest.raises(httpx.ConnectError):
+                        await client.get(f"{url}/health")
+        assert len(built) == 1
     finally:
         httpclient._tls.cache_clear()
-    assert len(built) == 1
 
 
 async def test_an_https_server_whose_certificate_nobody_signed_is_refused(tmp_path: Path) -> None:
-    async with _server(_self_signed(tmp_path)) as port, http_client(timeout=5) as client:
-        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-            await client.get(f"https://127.0.0.1:{port}/health")
+    async with _server(_self_signed(tmp_path)) as port:
+        url = f"https://127.0.0.1:{port}"
+        async with http_client(url, timeout=5) as client:
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.get(f"{url}/health")
