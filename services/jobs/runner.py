@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 
 DB_ERRORS = (DatabaseUnavailable, OSError, SQLAlchemyError)
 END_BACKOFF = Backoff(initial_s=0.25, max_s=5.0)  # a job's end is retried until the database is back
+_WORKER_EXIT_S = 5.0  # on stop, how long an idle worker may take to end its turn (a lease release) before it is cut
 
 # What the composition root may plug in: the messages that announce a job's end (written with its end
 # state), and what to do on a host after a job was cut off (read it; restore it if it does not serve).
@@ -138,6 +139,11 @@ class JobRunner(JobReads):
             busy = [self._tasks[h] for h in self._active if h in self._tasks]
             if busy:
                 await asyncio.wait(busy, timeout=bound)
+        # the other workers end their turn themselves: one whose job has just ended is releasing the host's lease,
+        # and cancelled there it left the lease held until its TTL lapsed, every other replica kept off the host
+        rest = [t for t in self._tasks.values() if not t.done()]
+        if rest:
+            await asyncio.wait(rest, timeout=_WORKER_EXIT_S)
         for t in self._tasks.values():
             t.cancel()
         for t in self._tasks.values():
@@ -304,6 +310,8 @@ class JobRunner(JobReads):
             except Exception:
                 log.exception("job worker for %s failed; retrying", host)
             wake.clear()
+            if self._stopping:
+                break
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.poll_s):
                     await wake.wait()

@@ -20,7 +20,7 @@ from services.jobs.runner import JobRunner
 from services.retry import Backoff
 from services.store import AuditActor, AuditLog, AuditQuery, Job, Leases, OutboxDraft, OutboxStore
 from services.store.db import Database
-from services.store.models import OutboxMessage
+from services.store.models import Lease, OutboxMessage
 
 
 class CountingHost:
@@ -144,3 +144,31 @@ async def test_a_failing_subscriber_is_retried_then_recorded_in_the_audit_log(db
     recs = await audit.query(AuditQuery(actions=("event-failed",), limit=10))
     assert len(recs) == 1 and recs[0].outcome == "error" and "broken" in str(recs[0].detail["subscriber"])
     assert bus.failures == 1
+
+
+async def test_a_stop_right_after_a_job_ended_leaves_no_host_lease_behind(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the job's end commits, then its worker releases the host's lease; a stop in between cancelled the release and
+    # left the lease held until its TTL lapsed, keeping every other replica off the host (`test_rel_orphans`, session 9)
+    real_release = Leases.release
+    ended = asyncio.Event()
+
+    async def slow_release(self: Leases, name: str, holder: str) -> None:
+        ended.set()
+        await asyncio.sleep(0.3)  # a loaded database
+        await real_release(self, name, holder)
+
+    async def done(ctx: object) -> tuple[str, dict[str, Any]]:
+        return "done", {}
+
+    monkeypatch.setattr(Leases, "release", slow_release)
+    runner = JobRunner(db, EventBus(), AuditLog(db), holder="bot-a", host_names=["gpu-1"], pipeline=done)  # type: ignore[arg-type]
+    await runner.start()
+    job = await runner.submit(kind="try", host="gpu-1", params={}, actor=AuditActor("U1", "alice"),
+                              command_text="try 4 steps", needs_confirmation=False)
+    async with asyncio.timeout(10):
+        await ended.wait()
+    await runner.stop()
+    async with db.sessions() as s:
+        assert await s.scalar(select(Job.state).where(Job.id == job.id)) == "succeeded"
+        assert (await s.execute(select(Lease.name))).scalars().all() == []
