@@ -139,9 +139,10 @@ class JobRunner(JobReads):
             busy = [self._tasks[h] for h in self._active if h in self._tasks]
             if busy:
                 await asyncio.wait(busy, timeout=bound)
-        # the other workers end their turn themselves: one whose job has just ended is releasing the host's lease,
-        # and cancelled there it left the lease held until its TTL lapsed, every other replica kept off the host
-        rest = [t for t in self._tasks.values() if not t.done()]
+        # the idle workers end their turn themselves: one whose job has just ended is releasing the host's lease, and
+        # cancelled there it left the lease held until its TTL lapsed, every other replica kept off the host (a
+        # worker whose job is still running past the bound is cut now: its job's revision is restored)
+        rest = [t for h, t in self._tasks.items() if not t.done() and h not in self._active]
         if rest:
             await asyncio.wait(rest, timeout=_WORKER_EXIT_S)
         for t in self._tasks.values():
