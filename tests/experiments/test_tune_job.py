@@ -77,7 +77,11 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_befo
     # a budget of the whole grid: every configuration is evaluated (or ruled out before a restart)
     assert len(by_label) == 7 and r["stopped"] == "every configuration of the grid was evaluated"
     crashed = by_label["steps 4 · mem 0.9"]
-    assert crashed["status"] == "failed" and crashed["memory"] and "crashed under the ramp" in crashed["why"]
+    # caught by the ramp's short burst at C=16, or, when the burst's requests did not overlap enough (a loaded
+    # machine: they arrive over more time than a 32-token decode takes), by the benchmark's sustained C=16: either
+    # way failed, diagnosed as memory and rolled back (a fresh-clone run of session 9, phase 1 at 6:42)
+    assert crashed["status"] == "failed" and crashed["memory"], crashed
+    assert re.search(r"crashed under (the ramp|load) at C=16", crashed["why"]), crashed["why"]
     assert by_label["steps 4 · mem 0.84"]["status"] == "violates"  # 14 slots: two of 16 requests wait
     # 14 slots too: over the limit, or refused by the capacity forecast before a restart once the tune's own
     # starts at mem 0.84 bracket it
