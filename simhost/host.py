@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simhost import control, gpu, procs, realvllm, simstate
+from simhost import control, gpu, ports, procs, realvllm, simstate
 from simhost.journal import JournalWriter
 from simhost.scenarios import FAULTS, SCENARIOS, unit_text
 from simhost.supervisor import JobFailed, Supervisor
@@ -105,6 +105,7 @@ class SimHost:
         self._sleepers: list[subprocess.Popen[bytes]] = []
         self._stale_armed = False
         self.server_port = 0
+        self._claimed_port = 0  # the engine port this host claimed (simhost.ports), released when it closes
 
     @property
     def unit_dir(self) -> Path:
@@ -243,7 +244,10 @@ class SimHost:
         root = self.root
         old = _read_json(root / "host.json")
         old_url = str(old.get("server_url") or "")
-        self.server_port = int(old_url.rsplit(":", 1)[1]) if old_url.count(":") == 2 else free_port()
+        if old_url.count(":") == 2:
+            self.server_port = int(old_url.rsplit(":", 1)[1])
+        else:
+            self.server_port = self._claimed_port = ports.claim_port()
         self.unit_dir.mkdir(parents=True, exist_ok=True)
         if self.real_engine:
             if (why := realvllm.unavailable(self.vllm_version)) is not None:
@@ -298,6 +302,9 @@ class SimHost:
             self._journal.close()
         if self._owned_dir:
             shutil.rmtree(self.root, ignore_errors=True)
+        if self._claimed_port:
+            ports.release_port(self._claimed_port)
+            self._claimed_port = 0
 
     async def signal_main(self, signame: str) -> bool:
         """Send SIG`signame` (KILL, STOP, CONT, ...) to the unit's main process; False when it has none."""
