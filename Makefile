@@ -3,10 +3,10 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 # Phase 1 is CPU-bound: 6 workers on 2 cores keep both cores busy while scenario tests wait on their hosts
-# (docs/PERFORMANCE.md "Test suite"). Phase 2, the `serial` tests, runs in five work units, one a worker: the time and
-# rate measurements in two (one test at a time in each), the wall-clock scenarios in three
-# (tests/support/xdist_groups.py). The two phases run at the same time, phase 1 under SCHED_IDLE so that phase 2's
-# measurements still get a core the moment they want one (scripts/test-phases.sh).
+# (docs/PERFORMANCE.md "Test suite"); it runs under SCHED_IDLE with the lease scenarios (`wallclock`) beside it at normal
+# priority. Phase 2, the `serial` tests, runs alone after it in five work units, one a worker: the time and rate
+# measurements in three (one test at a time in each), the sweeps in two (tests/support/xdist_groups.py,
+# scripts/test-phases.sh).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
 # Bytecode caching on, whatever the environment says (this machine kind sets PYTHONDONTWRITEBYTECODE=1): otherwise
 # every pytest worker rewrites and compiles every test module, and every process the tests start (bot replicas, the
