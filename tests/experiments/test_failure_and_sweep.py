@@ -48,9 +48,12 @@ async def test_seed_try_10_steps_stops_at_the_ramp_level_that_breaks(make_bot, s
     text = failure[-1].reply.text
     ramp = re.search(r"Ramp: C=1 \((\d+) tok/s end to end per request\) held; it failed at C=2", text)
     assert ramp, text
-    # the field notes' decode rate at steps 10 is 270-293 tok/s; a 64-token request's end-to-end rate also
-    # carries its prefill and HTTP round trip
-    assert 150 < int(ramp.group(1)) < 300
+    # the figure is the ramp's own measurement, kept with the job; end to end (prefill and the HTTP round trip
+    # included) it stays below the engine's decode rate at steps 10 (270-293 tok/s in the field notes). How far
+    # below is the machine's load (this runs at idle priority beside five other workers; CI saw 148), so the
+    # lower bound only says a request was timed, not how fast this machine is
+    assert int(ramp.group(1)) == round(job.result["ramp_tok_s"]["1"]), job.result
+    assert 0 < int(ramp.group(1)) < 300
     assert "cuda_oom_runtime" in text and "Rolled back automatically" in text, text
     assert not bot.messages(lambda d: d.thread_of == f"job:{job.id}" and d.reply.tables)  # nothing benchmarked
     assert bot.unit_text() == before
