@@ -32,7 +32,6 @@ import contextlib
 import json
 import re
 import shlex
-import socket
 import statistics
 import sys
 import tempfile
@@ -46,17 +45,12 @@ from services.bench.conn import run_client_loop
 from services.bench.runner import BenchSpec, run_benchmark
 from services.bench.stats import LevelResult
 from simhost.llamacpp.build import built
+from simhost.ports import claim_port, release_port
 
 sys.path.append(str(Path(__file__).resolve().parent))
 from wire_referee import WireRequest, capture, read_pcap, wire_requests  # noqa: E402
 
 _REQ = re.compile(rb"Request (\d+) seed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Relay:
@@ -295,7 +289,7 @@ def log_breakdown(text: str, chats: list[WireRequest], measured: set[int]) -> st
 
 async def main(args: argparse.Namespace) -> None:
     b = built()
-    port = _free_port()
+    port = claim_port()
     work = Path(tempfile.mkdtemp(prefix="llama-bench-"))
     c1: tuple[list[WireRequest], set[int]] = ([], set())
     log = work / "server.log"
@@ -328,6 +322,7 @@ async def main(args: argparse.Namespace) -> None:
         proc.terminate()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 10)
+        release_port(port)
     if args.wire and args.log_verbosity is not None and args.log_verbosity >= 5:
         print(log_breakdown(log.read_text(errors="replace"), *c1), flush=True)
 

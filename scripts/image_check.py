@@ -337,13 +337,13 @@ async def pg_role() -> AsyncIterator[None]:
 async def serve(engine: DockerEngine, etc: Path) -> str:
     from support.fake_slack import FakeSlack
 
-    from simhost.host import free_port
+    from simhost.ports import claim_port, release_port
 
     fake = FakeSlack()
     fake.add_user("U1", "admin")
     fake.add_channel("C1", "gpu-ops")
     await fake.start()
-    port, name = free_port(), f"pitcrew-image-check-{os.getpid()}"
+    port, name = claim_port(), f"pitcrew-image-check-{os.getpid()}"
     env_file = etc.parent / "pitcrew.env"
     env_file.write_text("\n".join([
         "PITCREW_CONFIG=/etc/pitcrew/pitcrew.toml", "PITCREW_SLACK__MODE=http",
@@ -376,6 +376,7 @@ async def serve(engine: DockerEngine, etc: Path) -> str:
         if started:
             await engine.docker("rm", "-f", name, check=False)
         await fake.stop()
+        release_port(port)
     last = health["Log"][-1]["Output"].strip() if health.get("Log") else ""
     return f"(healthy after {healthy_s:.1f} s: {last}; stopped cleanly, exit 0)"
 

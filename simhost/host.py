@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,12 +49,6 @@ _SLEEPER = ("import ctypes,signal,socket,sys\n"
             " s=socket.socket();s.bind((sys.argv[2],int(sys.argv[3])));s.listen(16)\n"
             "import os\nprint('ready',os.getpid(),flush=True)\n"
             "while True: signal.pause()\n")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class SimHost:
@@ -105,7 +98,7 @@ class SimHost:
         self._sleepers: list[subprocess.Popen[bytes]] = []
         self._stale_armed = False
         self.server_port = 0
-        self._claimed_port = 0  # the engine port this host claimed (simhost.ports), released when it closes
+        self._claimed_ports: list[int] = []  # the ports this host claimed (simhost.ports), released when it closes
 
     @property
     def unit_dir(self) -> Path:
@@ -198,7 +191,10 @@ class SimHost:
 
         root = self.root
         _, host_key, _ = await asyncio.to_thread(prepare_keys, root)
-        ssh_port = self.ssh_port or free_port()
+        ssh_port = self.ssh_port
+        if not ssh_port:  # bound later by the namespace's sshd: claimed, not picked with bind(0) and hoped for
+            ssh_port = ports.claim_port()
+            self._claimed_ports.append(ssh_port)
         os.chmod(root, 0o755)  # the login user reaches the engine's files and nvidia-smi's ledger through it
         env = {k: v for k, v in self.service_env.items() if k not in ("PATH", "HOME")}
         layout = HostLayout(hostname=self.name, ssh_port=ssh_port, host_key=root / "ssh" / "host_key",
@@ -247,7 +243,8 @@ class SimHost:
         if old_url.count(":") == 2:
             self.server_port = int(old_url.rsplit(":", 1)[1])
         else:
-            self.server_port = self._claimed_port = ports.claim_port()
+            self.server_port = ports.claim_port()
+            self._claimed_ports.append(self.server_port)
         self.unit_dir.mkdir(parents=True, exist_ok=True)
         if self.real_engine:
             if (why := realvllm.unavailable(self.vllm_version)) is not None:
@@ -302,9 +299,8 @@ class SimHost:
             self._journal.close()
         if self._owned_dir:
             shutil.rmtree(self.root, ignore_errors=True)
-        if self._claimed_port:
-            ports.release_port(self._claimed_port)
-            self._claimed_port = 0
+        while self._claimed_ports:
+            ports.release_port(self._claimed_ports.pop())
 
     async def signal_main(self, signame: str) -> bool:
         """Send SIG`signame` (KILL, STOP, CONT, ...) to the unit's main process; False when it has none."""

@@ -1,6 +1,6 @@
 """A real OpenSSH ``sshd`` serving the simulated host's command environment (tests only).
 
-`start_openssh_server` runs ``/usr/sbin/sshd -D -e`` on a free loopback port with its own config
+`start_openssh_server` runs ``/usr/sbin/sshd -D -e`` on a claimed loopback port with its own config
 file under ``root/ssh/`` (never the system's). The host key and client key are the files
 `simhost.ssh.start_ssh_server` uses, so both servers can serve one simulated host side by side;
 this server's pin is published in ``root/ssh/known_hosts_openssh``. ``SetEnv`` gives sessions
@@ -20,11 +20,11 @@ import getpass
 import os
 import shutil
 import signal
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from simhost import ports
 from simhost.ssh import known_hosts_line, prepare_keys
 
 SSHD = "/usr/sbin/sshd"
@@ -35,13 +35,6 @@ def sshd_path() -> str | None:
     """The sshd binary, or None when OpenSSH's server is not installed."""
     found = SSHD if os.access(SSHD, os.X_OK) else shutil.which("sshd")
     return found
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _descendants(pid: int) -> list[int]:
@@ -80,6 +73,7 @@ class OpenSshServer:
     config: Path
     log: Path
     _proc: asyncio.subprocess.Process
+    _claimed: int = 0  # the port `simhost.ports` claimed for it (0: the caller's own), released at close
 
     @property
     def pid(self) -> int:
@@ -105,6 +99,9 @@ class OpenSshServer:
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if self._claimed:
+            ports.release_port(self._claimed)
+            self._claimed = 0
 
     async def __aenter__(self) -> OpenSshServer:
         return self
@@ -178,7 +175,7 @@ async def start_openssh_server(
     port: int = 0,
     user: str | None = None,
 ) -> OpenSshServer:
-    """Start sshd for ``root``'s keys on ``host:port`` (0 = a free port); raises if it cannot start."""
+    """Start sshd for ``root``'s keys on ``host:port`` (0 = a port claimed with `simhost.ports`, released at close); raises if it cannot start."""
     binary = sshd_path()
     if binary is None:
         raise FileNotFoundError("sshd is not installed")
@@ -187,7 +184,7 @@ async def start_openssh_server(
     attempts = 1 if port else 5
     last_error = ""
     for _ in range(attempts):
-        chosen = port or _free_port(host)
+        chosen = port or ports.claim_port(host)
         config, log = await asyncio.to_thread(_write_config, root, host, chosen, env, path_prefix)
         with open(log, "ab") as log_file:  # noqa: ASYNC230 - opening a local log file
             proc = await asyncio.create_subprocess_exec(
@@ -203,11 +200,13 @@ async def start_openssh_server(
                     host=host, port=chosen, user=user or getpass.getuser(),
                     client_key=ssh_dir / "client_key", client_public_key=ssh_dir / "client_key.pub",
                     host_key=ssh_dir / "host_key", known_hosts=ssh_dir / "known_hosts_openssh",
-                    root=root, config=config, log=log, _proc=proc,
+                    root=root, config=config, log=log, _proc=proc, _claimed=0 if port else chosen,
                 )
             await asyncio.sleep(0.02)
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
+        if not port:
+            ports.release_port(chosen)
         last_error = (await asyncio.to_thread(log.read_text, errors="replace"))[-500:]
     raise RuntimeError(f"sshd did not start: {last_error}")

@@ -173,7 +173,7 @@ async def test_systemctl_stop_mid_job_restores_the_engine_unit_and_exits_0(tmp_p
     from support.fake_slack import FakeSlack
     from support.slack_http import button, button_click, signed_headers, slash_command
 
-    from simhost.host import free_port
+    from simhost.ports import claim_port, release_port
     from simhost.systemd.backend import repo_root
 
     host_python = subprocess.run(["/usr/bin/python3", "-c", "import sys; print(f'python{sys.version_info.major}."
@@ -189,11 +189,11 @@ async def test_systemctl_stop_mid_job_restores_the_engine_unit_and_exits_0(tmp_p
     fake.add_user(*ALICE)
     fake.add_channel(*CHANNEL)
     await fake.start()
+    port = claim_port()  # the bot binds it inside the namespace, later
     try:
         async with SimHost(tmp_path / "sim", time_scale=0.01, systemd="real") as sim:
             assert sim.real is not None
             run, info = sim.real.ns.run, sim.info
-            port = free_port()
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
                     "user": info["user"], "client_key": "/etc/pitcrew/id_ed25519",
                     "known_hosts": "/etc/pitcrew/known_hosts", "unit": info["unit"],
@@ -255,6 +255,7 @@ async def test_systemctl_stop_mid_job_restores_the_engine_unit_and_exits_0(tmp_p
                 health = r.status
     finally:
         await fake.stop()
+        release_port(port)
     print(f"systemctl stop: {stop_s:.1f} s; the whole test {time.monotonic() - t_begin:.1f} s")
     # the main process exited 0 (CLD_EXITED = 1, status 0) and systemd calls the stop a success, in time
     assert (props["ExecMainCode"], props["ExecMainStatus"], props["Result"]) == ("1", "0", "success"), shown

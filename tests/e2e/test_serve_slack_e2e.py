@@ -16,7 +16,8 @@ import aiohttp
 from support.fake_slack import FakeSlack
 from support.slack_http import FORM, button, button_click, signed_headers, slash_command
 
-from simhost.host import SimHost, free_port
+from simhost.host import SimHost
+from simhost.ports import claim_port, release_port
 
 SECRET = "e2e-signing-secret-0123456789abcdef"
 
@@ -31,10 +32,10 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
     fake.add_channel("C1", "gpu-ops")
     await fake.start()
     proc = None
+    port = claim_port()  # the bot binds it in its own process, later
     try:
         async with SimHost(tmp_path / "sim", scenario="healthy", time_scale=0.01) as sim:
             info = sim.info
-            port = free_port()
             host = {"name": info["name"], "address": info["ssh_host"], "port": info["ssh_port"],
                     "user": info["user"], "client_key": info["client_key"], "known_hosts": info["known_hosts"],
                     "unit": info["unit"], "unit_dir": info["unit_dir"], "server_url": info["server_url"]}
@@ -126,3 +127,4 @@ async def test_serve_http_mode_runs_a_try_from_slash_command_to_thread_table(tmp
             except TimeoutError:
                 proc.kill()
         await fake.stop()
+        release_port(port)

@@ -1,4 +1,5 @@
-"""`simhost.ports`: a sim host's engine port is claimed machine-wide, below the ephemeral range, and released."""
+"""`simhost.ports`: the ports sim hosts and test servers bind later are claimed machine-wide, below the ephemeral
+range, and released."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from simhost import ports
+from simhost.host import SimHost
+from simhost.openssh import sshd_path, start_openssh_server
 
 
 def test_claimed_ports_are_distinct_below_the_ephemeral_range_and_released(tmp_path: Path) -> None:
@@ -58,3 +61,26 @@ def test_a_claim_left_by_a_killed_process_is_dropped_once_it_is_an_hour_old(tmp_
     draws = iter([21000, 21000])
     assert ports.claim_port(claims=str(claims)) == 21000  # dropped when drawn, then claimed on the next draw
     assert dead.read_text().strip() == str(os.getpid())
+
+
+def test_claimed_port_holds_the_claim_for_its_block_only(tmp_path: Path) -> None:
+    with ports.claimed_port() as port:
+        claim = Path(ports.CLAIMS) / str(port)
+        assert claim.read_text().strip() == str(os.getpid())
+    assert not claim.exists()
+
+
+@pytest.mark.skipif(sshd_path() is None, reason="no OpenSSH sshd here (CI installs openssh-server)")
+async def test_an_openssh_server_on_a_port_of_its_choosing_holds_its_claim_until_it_closes(tmp_path: Path) -> None:
+    """sshd binds the port its config names, after the choice: claimed, so no other sim server draws it meanwhile."""
+    async with await start_openssh_server(tmp_path, env={"HOME": str(tmp_path)}, path_prefix=[]) as server:
+        claim = Path(ports.CLAIMS) / str(server.port)
+        assert claim.read_text().strip() == str(os.getpid())
+    assert not claim.exists()
+
+
+async def test_a_simulated_host_holds_its_engine_port_claim_until_it_closes(tmp_path: Path) -> None:
+    async with SimHost(tmp_path / "sim", ssh=False) as sim:
+        claim = Path(ports.CLAIMS) / str(sim.server_port)
+        assert claim.read_text().strip() == str(os.getpid())
+    assert not claim.exists()
