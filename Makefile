@@ -4,7 +4,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 # Phase 1 is CPU-bound: 6 workers on 2 cores keep both cores busy while scenario tests wait on their hosts
 # (docs/PERFORMANCE.md "Test suite"); it runs under SCHED_IDLE with the lease scenarios (`wallclock`) beside it at normal
-# priority. Phase 2, the `serial` tests, runs alone after it in five work units, one a worker: the time and rate
+# priority (two workers: one per work unit of LEASE_UNITS). Phase 2, the `serial` tests, runs alone after it in five work units, one a worker: the time and rate
 # measurements in three (one test at a time in each), the sweeps in two (tests/support/xdist_groups.py,
 # scripts/test-phases.sh).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
@@ -14,6 +14,7 @@ STAMP := $(VENV)/.installed
 # CPU per process cold, 2.2-2.3 s warm, in 11 processes per `make test`. (__pycache__/ is in .gitignore.)
 unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 6
+WALLCLOCK_WORKERS ?= 2
 SERIAL_WORKERS ?= 5
 QUICK_WORKERS ?= 4
 
@@ -35,7 +36,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	@command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || echo "note: no OpenSSH sshd here; the OpenSSH half of the host contract suite will be skipped (CI installs openssh-server)"
 	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" bash scripts/test-phases.sh \
-		$(VENV)/bin/pytest $(TEST_WORKERS) $(SERIAL_WORKERS) $(PYTEST_ARGS)
+		$(VENV)/bin/pytest $(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS) $(PYTEST_ARGS)
 
 # The quick loop while you work (~45 s here): the unit-level tests of every layer (basics, store, units, handlers, diagnosis
 # without its incident corpus, doctor's sudo parsing, the bot's settings, the bench's SSE parser, the service-manager

@@ -4,7 +4,7 @@
 #   phase 1    pytest -n WORKERS -m "not serial and not wallclock"   CPU-bound (both cores busy for ~6 minutes), run
 #              with `chrt --idle`: its processes (and every host, server and bot they start) get a core only when
 #              nothing else wants one
-#   beside it  pytest -n 2 -m wallclock   whole-bot scenarios on lease TTLs of seconds, at normal priority: they
+#   beside it  pytest -n WALLCLOCK -m wallclock   whole-bot scenarios on lease TTLs of seconds, at normal priority: they
 #              mostly wait, and when one wakes it takes a core from a phase-1 process at once (the kernel preempts a
 #              SCHED_IDLE task for any other on wakeup)
 #   phase 2    pytest -n SERIAL -m serial   the tests that assert a figure (time, rates against a ground truth, the
@@ -14,10 +14,10 @@
 # tests/support/xdist_groups.py says which test is which. The `wallclock` report is printed after phase 1's (two
 # progress lines interleaved would say nothing). Exits non-zero when any part fails; Ctrl-C stops them all.
 #
-# usage: scripts/test-phases.sh PYTEST WORKERS SERIAL_WORKERS [pytest args...]
+# usage: scripts/test-phases.sh PYTEST WORKERS WALLCLOCK_WORKERS SERIAL_WORKERS [pytest args...]
 set -u
-pytest=$1 workers=$2 serial=$3
-shift 3
+pytest=$1 workers=$2 wallclock=$3 serial=$4
+shift 4
 if command -v chrt >/dev/null 2>&1 && chrt --idle 0 true 2>/dev/null; then
   idle=(chrt --idle 0)
 else  # no chrt (or SCHED_IDLE refused): the lowest niceness is the nearest thing
@@ -33,7 +33,7 @@ stop() {
 }
 trap stop INT TERM
 
-"$pytest" -q -n 2 --dist loadgroup -m wallclock "$@" >"$log" 2>&1 &
+"$pytest" -q -n "$wallclock" --dist loadgroup -m wallclock "$@" >"$log" 2>&1 &
 beside=$!
 echo "== phase 1 (-m \"not serial and not wallclock\", $workers workers, ${idle[*]}), the wallclock scenarios beside it"
 "${idle[@]}" "$pytest" -q -n "$workers" --dist loadgroup -m "not serial and not wallclock" "$@"
@@ -42,7 +42,7 @@ wait "$beside"
 rcw=$?
 beside=""
 echo
-echo "== the wallclock scenarios (-m wallclock, 2 workers, normal priority, beside phase 1)"
+echo "== the wallclock scenarios (-m wallclock, $wallclock workers, normal priority, beside phase 1)"
 cat "$log"
 rm -f "$log"
 echo

@@ -81,6 +81,16 @@ def test_the_lease_scenarios_run_beside_phase_1_in_their_own_work_units() -> Non
     assert phase_files("wallclock") == LEASES
 
 
+def test_the_makefile_gives_each_named_work_unit_of_a_phase_a_worker() -> None:
+    """`make test`'s worker counts are the phases' work units: a worker fewer and two units queue one after the other
+    (the phase's wall time grows by one of them), one more and it idles."""
+    makefile = (ROOT / "Makefile").read_text()
+    counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+_WORKERS) \?= (\d+)$", makefile, re.M)}
+    assert counts["WALLCLOCK_WORKERS"] == len(LEASE_UNITS)
+    assert counts["SERIAL_WORKERS"] == len(PACED_UNITS) + 1 + len(SWEEP_UNITS)  # + the other measurements' unit
+    assert "$(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS)" in makefile  # in test-phases.sh's order
+
+
 def test_beside_the_measurements_the_sweeps_run_at_a_lower_priority() -> None:
     assert WALL_CLOCK_NICE > 0
     assert serial_nice("tests/bench/test_bench_lag.py::test_a") == 0

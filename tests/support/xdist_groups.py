@@ -58,7 +58,8 @@ LEASE_UNITS = {
 }
 SWEEPS = tuple(prefix for prefixes in SWEEP_UNITS.values() for prefix in prefixes)
 LEASES = tuple(prefix for prefixes in LEASE_UNITS.values() for prefix in prefixes)
-SCENARIO_UNITS = {**SWEEP_UNITS, **LEASE_UNITS}
+# every named work unit, each with the prefixes of the node ids it takes (a file path is a prefix of its tests' ids)
+UNITS = {**PACED_UNITS, **SWEEP_UNITS, **LEASE_UNITS}
 MEASUREMENT_GROUP = "measurements"
 # Beside the measurements, the sweeps (and every process they start: hosts, servers, bots) run at this niceness, so
 # that a measurement waking up is not kept waiting behind them: a 1 ms ticker read 5-22 ms stalls for a 2.3 ms one
@@ -93,15 +94,12 @@ def phase_files(marker: str) -> tuple[str, ...] | None:
 
 def xdist_scope(nodeid: str) -> str:
     """The work unit of a test under `--dist loadgroup`: its group's name, else the test itself."""
-    path = nodeid.split("::", 1)[0]
-    paced = next((unit for unit, prefixes in PACED_UNITS.items() if path.startswith(prefixes)), None)
-    if paced is not None:
-        return paced
-    if path.startswith(MEASUREMENTS):
-        return MEASUREMENT_GROUP
-    unit = next((unit for unit, prefixes in SCENARIO_UNITS.items() if nodeid.startswith(prefixes)), None)
+    unit = next((unit for unit, prefixes in UNITS.items() if nodeid.startswith(prefixes)), None)
     if unit is not None:
         return unit
+    if nodeid.startswith(MEASUREMENTS):
+        return MEASUREMENT_GROUP
+    path = nodeid.split("::", 1)[0]
     group = next((group for p, group in XDIST_GROUPS.items() if path == p), None)
     if group is None:
         return nodeid
