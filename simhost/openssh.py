@@ -175,7 +175,8 @@ async def start_openssh_server(
     port: int = 0,
     user: str | None = None,
 ) -> OpenSshServer:
-    """Start sshd for ``root``'s keys on ``host:port`` (0 = a port claimed with `simhost.ports`, released at close); raises if it cannot start."""
+    """Start sshd for ``root``'s keys on ``host:port`` (0: a port claimed with `simhost.ports`, released at close);
+    raises if it cannot start."""
     binary = sshd_path()
     if binary is None:
         raise FileNotFoundError("sshd is not installed")
