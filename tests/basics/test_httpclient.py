@@ -95,3 +95,16 @@ async def test_an_https_server_whose_certificate_nobody_signed_is_refused(tmp_pa
         async with http_client(url, timeout=5) as client:
             with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                 await client.get(f"{url}/health")
+
+
+def test_the_benchmark_child_imports_httpx_without_its_command_line() -> None:
+    """The benchmark child starts for every benchmark: httpx's CLI (click, rich, pygments) is not loaded with it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, services.bench.process, httpx; "
+            "print(sorted(m for m in ('click', 'rich', 'pygments') if m in sys.modules)); "
+            "print(httpx.main.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                         cwd=Path(__file__).resolve().parents[2]).stdout.split("\n")
+    assert out[:2] == ["[]", "httpx"], out  # httpx's own stub `main`, not `httpx._main.main`
