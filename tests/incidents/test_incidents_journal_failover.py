@@ -182,6 +182,7 @@ async def test_kill_9_of_the_following_replica_fails_over_within_the_lease_bound
         print(f"takeover {takeover_s:.2f} s")
         await sup_b.close()
         task_b.cancel()
+        await asyncio.gather(task_b, return_exceptions=True)  # ended here, not left to the loop's teardown
     finally:
         if replica is not None and replica.returncode is None:
             replica.kill()

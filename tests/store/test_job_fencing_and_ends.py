@@ -101,7 +101,11 @@ async def test_end_state_and_end_message_commit_together(db: Database, monkeypat
     watcher = asyncio.create_task(watch())
     info = await runner.get(job_id)
     assert await runner._finish(info, "failed", "it broke", "it broke", {}, 1.0)  # noqa: SLF001
+    # ended here, not left to the loop's teardown: cancelled and not awaited, it could still be in a query when the
+    # `db` fixture closed the database, and a fresh-clone run (session 10) hung in the loop's teardown, which waits
+    # for the tasks a test leaves (pytest-timeout's 120 s)
     watcher.cancel()
+    await asyncio.gather(watcher, return_exceptions=True)
     assert failures["left"] == 0
     async with db.sessions() as s:
         assert await s.scalar(select(Job.state).where(Job.id == job_id)) == "failed"
