@@ -3,25 +3,22 @@ machine-wide (the one way to pick a port that something binds later).
 
 A sim host's engine port is written into its unit and bound by the server later, and again at every restart; a real
 systemd host's sshd port is written into its config and bound inside the namespace; a test's bot binds its HTTP port
-in a child process. A port
-from ``bind(("127.0.0.1", 0))`` is free only at that moment: another host of another test process (whose
-``bind(0)`` draws from the same ephemeral range, 32768-60999 on Linux, as every outgoing connection does) could take it
-before the server binds; the preflight then saw that other test's server listening on the port (session 9, once in
-nine fresh-clone runs). So a port is drawn from PORT_RANGE, below the ephemeral range, claimed with an ``O_EXCL`` file
-naming the claiming pid in CLAIMS, and released when the host closes. A claim left by a killed process keeps its port
-out of the draw until it is an hour old (then it is removed when drawn), so a live claim is never taken over.
-A server that binds its own socket at once (asyncio's ``start_server(..., 0)``) keeps it and needs none of this.
+in a child process. A port from ``bind(("127.0.0.1", 0))`` is free only at that moment: another test process (whose
+``bind(0)`` draws from the same ephemeral range, 32768-60999 on Linux, as every outgoing connection does) could take
+it first; the preflight then saw another test's server listening on the port (session 9, once in nine fresh-clone
+runs). So a port is drawn from PORT_RANGE, below the ephemeral range, claimed with an ``O_EXCL`` file naming the
+claiming pid in CLAIMS, and released when its owner closes. A claim left by a killed process keeps its port out of the
+draw until it is an hour old (then it is removed when drawn), so a live claim is never taken over. A server that binds
+its own socket at once (asyncio's ``start_server(..., 0)``) keeps it and needs none of this.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
 
 PORT_RANGE = (20000, 32000)
 CLAIMS = os.path.join(tempfile.gettempdir(), "pitcrew-sim-ports")
@@ -30,7 +27,7 @@ STALE_S = 3600.0
 
 
 def claim_port(host: str = "127.0.0.1", *, claims: str = CLAIMS) -> int:
-    """A port no other sim host holds and nothing listens on; `release_port` gives it back."""
+    """A port no other claimant holds and nothing listens on; `release_port` gives it back."""
     os.makedirs(claims, exist_ok=True)
     rng = random.SystemRandom()
     for _ in range(_DRAWS):
@@ -46,21 +43,11 @@ def claim_port(host: str = "127.0.0.1", *, claims: str = CLAIMS) -> int:
         if _bindable(host, port):
             return port
         release_port(port, claims=claims)
-    raise RuntimeError(f"no free port for a simulated host in {PORT_RANGE[0]}-{PORT_RANGE[1] - 1} after {_DRAWS} draws")
+    raise RuntimeError(f"no free port in {PORT_RANGE[0]}-{PORT_RANGE[1] - 1} after {_DRAWS} draws")
 
 
 def release_port(port: int, *, claims: str = CLAIMS) -> None:
     _unlink(os.path.join(claims, str(port)))
-
-
-@contextlib.contextmanager
-def claimed_port(host: str = "127.0.0.1") -> Iterator[int]:
-    """`claim_port` for the length of a ``with`` block."""
-    port = claim_port(host)
-    try:
-        yield port
-    finally:
-        release_port(port)
 
 
 def _bindable(host: str, port: int) -> bool:

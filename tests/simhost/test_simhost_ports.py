@@ -63,13 +63,6 @@ def test_a_claim_left_by_a_killed_process_is_dropped_once_it_is_an_hour_old(tmp_
     assert dead.read_text().strip() == str(os.getpid())
 
 
-def test_claimed_port_holds_the_claim_for_its_block_only(tmp_path: Path) -> None:
-    with ports.claimed_port() as port:
-        claim = Path(ports.CLAIMS) / str(port)
-        assert claim.read_text().strip() == str(os.getpid())
-    assert not claim.exists()
-
-
 @pytest.mark.skipif(sshd_path() is None, reason="no OpenSSH sshd here (CI installs openssh-server)")
 async def test_an_openssh_server_on_a_port_of_its_choosing_holds_its_claim_until_it_closes(tmp_path: Path) -> None:
     """sshd binds the port its config names, after the choice: claimed, so no other sim server draws it meanwhile."""
