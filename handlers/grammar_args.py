@@ -59,10 +59,13 @@ def take_host(args: list[str], bool_guard: bool = False) -> tuple[str | None, li
         found: str | None = None
         nxt = args[i + 1].lower() if i + 1 < len(args) else ""
         prev = lookup_flag(args[i - 1]) if i > 0 and bool_guard else None
-        after_switch = prev is not None and prev.kind == "bool" and re.fullmatch(r"[0-9.+-]+", nxt) is not None
-        # `on <switch>` (`try on torch-compile`) turns the switch on; `on <any other flag word>` names a host
-        # (`try steps 5 on pp`: a host, not the value `on` for the whole-number --pipeline-parallel-size)
         nxt_flag = lookup_flag(nxt) if bool_guard else None
+        # right after a switch, `on` is its value when a number or another flag follows (`no-cuda-graph on
+        # schedule lpm`); `on <switch>` (`try on torch-compile`) turns the switch on; `on <any other flag word>`
+        # names a host (`try steps 5 on pp`: a host, not the value `on` for the whole-number
+        # --pipeline-parallel-size)
+        after_switch = prev is not None and prev.kind == "bool" and (
+            re.fullmatch(r"[0-9.+-]+", nxt) is not None or nxt_flag is not None)
         if low in ("on", "@") and nxt and "=" not in nxt and not after_switch and not (bool_guard and (
                 nxt in BOOL_WORDS or nxt in FILLERS or (nxt_flag is not None and nxt_flag.kind == "bool"))):
             found, i = args[i + 1], i + 2

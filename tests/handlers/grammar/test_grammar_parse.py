@@ -52,6 +52,11 @@ EXAMPLES: list[tuple[str, Command]] = [
     ("try steps 5 on pp", Try(((STEPS, "5"),), host="pp")),
     ("try steps 5 on tp", Try(((STEPS, "5"),), host="tp")),
     ("sweep steps 1..2 on pp", Sweep(STEPS, ("1", "2"), host="pp")),
+    # right after a switch, `on` is its value when another flag follows, and a host name otherwise
+    ("try no-cuda-graph on schedule lpm", Try((("--disable-cuda-graph", "true"), ("--schedule-policy", "lpm")))),
+    ("try no-cuda-graph on --speculative-algorithm EAGLE",
+     Try((("--disable-cuda-graph", "true"), ("--speculative-algorithm", "EAGLE")))),
+    ("try no-cuda-graph on gpu-2", Try((("--disable-cuda-graph", "true"),), host="gpu-2")),
     ("try steps 4 c=1,4", Try(((STEPS, "4"),), concurrency=(1, 4))),
     ("set tp 8", Try((("--tp-size", "8"),))),
     ("sweep steps 1..5", Sweep(STEPS, ("1", "2", "3", "4", "5"))),
