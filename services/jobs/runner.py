@@ -226,6 +226,9 @@ class JobRunner(JobReads):
         if host not in self._wake:
             raise NotFound(f"unknown host {host!r}; known hosts: {', '.join(self.hosts) or 'none'}")
         async with self.db.session() as s:
+            # one submission of a host at a time, to its commit: ids are drawn at INSERT, and a later job committed
+            # before an earlier one was picked first (PostgreSQL); the count below is exact under concurrency too
+            await self.db.serialize(s, f"jobs:{host}")
             queued = await s.scalar(select(func.count()).select_from(Job).where(
                 Job.host == host, Job.state.in_(OPEN_STATES)))
             if int(queued or 0) >= self.max_queued:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import hashlib
 import importlib.util
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -87,10 +88,16 @@ class Database:
     @asynccontextmanager
     async def _transaction(self, *, immediate: bool = False) -> AsyncIterator[AsyncSession]:
         try:
-            async with self._sessionmaker() as s, s.begin():
-                if immediate:  # the write lock up front: a deferred transaction would upgrade its lock mid-way
-                    await s.execute(text("BEGIN IMMEDIATE"))
-                yield s
+            async with self._sessionmaker() as s:  # its close runs to completion (SQLAlchemy shields it)
+                await s.begin()
+                try:
+                    if immediate:  # the write lock up front: a deferred transaction would upgrade its lock mid-way
+                        await s.execute(text("BEGIN IMMEDIATE"))
+                    yield s
+                except BaseException:
+                    await _to_completion(s.rollback())
+                    raise
+                await _to_completion(s.commit())
         except (OperationalError, DBAPIError, OSError) as e:
             if isinstance(e, OSError) or _is_connection_error(e):
                 raise DatabaseUnavailable("the database is not answering; pitcrew keeps retrying") from e
@@ -106,6 +113,15 @@ class Database:
             if isinstance(e, OSError) or _is_connection_error(e):
                 raise DatabaseUnavailable("the database is not answering; pitcrew keeps retrying") from e
             raise
+
+    async def serialize(self, s: AsyncSession, name: str) -> None:
+        """Inside a `session()`: no other transaction that serializes on `name` runs until this one ends. PostgreSQL:
+        a transaction-scoped advisory lock on a 63-bit hash of `name`; SQLite: nothing to do (its write transactions
+        already run one at a time, `BEGIN IMMEDIATE`)."""
+        if self.is_sqlite:
+            return
+        key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big") >> 1
+        await s.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
     async def migrate(self) -> None:
         """Upgrade the schema to the newest revision (idempotent)."""
@@ -142,6 +158,26 @@ class Database:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+
+async def _to_completion(end: Coroutine[Any, Any, None]) -> None:
+    """Await a transaction's end (commit or rollback) to its completion even if the task is cancelled meanwhile,
+    then re-raise the cancellation. The end returns the connection to the pool, whose reset awaits the driver: cut
+    there, SQLAlchemy logged "Exception during reset or similar" with a traceback, invalidated the connection and
+    left its aiosqlite thread running (a task cancelled at shutdown mid-commit; a commit cut is also a write
+    whose outcome the caller never learns). `AsyncSession.__aexit__` does the same for the session's close."""
+    task = asyncio.ensure_future(end)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            await asyncio.shield(task)
+            break
+        except asyncio.CancelledError as e:
+            if task.done():
+                raise
+            cancelled = e
+    if cancelled is not None:
+        raise cancelled
 
 
 def sqlite_path(url: str) -> Path | None:
