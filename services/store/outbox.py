@@ -58,6 +58,13 @@ class OutboxDraft:
     thread_of: str | None = None
 
 
+def _due(transport: str, now: datetime) -> tuple[Any, ...]:
+    """The items of `transport` that a claim may take now: pending, due, and not claimed (or their claim lapsed)."""
+    return (OutboxMessage.transport == transport, OutboxMessage.state == "pending",
+            OutboxMessage.next_attempt_at <= now,
+            (OutboxMessage.claimed_until.is_(None)) | (OutboxMessage.claimed_until < now))
+
+
 class OutboxStore:
     """Enqueue, claim, and settle outgoing messages; remember the transport refs of keys."""
 
@@ -103,6 +110,8 @@ class OutboxStore:
     async def claim(self, *, transport: str, holder: str, limit: int = 20,
                     lease_s: float = 30.0) -> list[OutboxItem]:
         now = utcnow()
+        if not await self._any_due(transport, now):
+            return []
         await self._supersede(transport, now)
         async with self._db.session() as s:
             older = OutboxMessage.__table__.alias("older")
@@ -114,10 +123,7 @@ class OutboxStore:
             )
             stmt = (
                 select(OutboxMessage)
-                .where(OutboxMessage.transport == transport, OutboxMessage.state == "pending",
-                       OutboxMessage.next_attempt_at <= now,
-                       (OutboxMessage.claimed_until.is_(None)) | (OutboxMessage.claimed_until < now),
-                       ~has_older)
+                .where(*_due(transport, now), ~has_older)
                 .order_by(OutboxMessage.id)
                 .limit(limit * 2)
             )
@@ -136,6 +142,14 @@ class OutboxStore:
                 r.claimed_by = holder
                 r.claimed_until = until
             return [_item(r) for r in picked]
+
+    async def _any_due(self, transport: str, now: datetime) -> bool:
+        """Whether any item of `transport` is pending, due and unclaimed: one indexed read (`ix_outbox_due`), so an
+        idle delivery loop's poll takes no write transaction (on SQLite the claim's two took the process's write
+        lock five times a second per loop; ~3.6 ms of CPU a poll, most of an idle bot's)."""
+        async with self._db.sessions() as s:
+            found = await s.scalar(select(OutboxMessage.id).where(*_due(transport, now)).limit(1))
+        return found is not None
 
     async def _supersede(self, transport: str, now: datetime) -> None:
         """Edits of a message that is already posted coalesce: only the newest pending version is sent."""

@@ -81,3 +81,34 @@ async def test_a_message_posted_again_moves_its_ref(db: Database) -> None:
     (second,) = await box.claim(transport="slack", holder="w1")
     await box.mark_sent(second, MessageRef("slack", "C1", "2.0"))  # the old message was gone: posted anew
     assert await box.ref_for("slack", "job:6") == MessageRef("slack", "C1", "2.0")
+
+
+async def test_a_claim_with_nothing_due_takes_no_write_transaction(db: Database) -> None:
+    """An idle delivery loop polls `claim` five times a second: with nothing due (an item waiting out its retry
+    delay, one already sent) it reads and writes nothing; once the item is due the claim hands it out."""
+    from sqlalchemy import event
+
+    box = OutboxStore(db)
+    sent = await box.enqueue(transport="slack", key="job:1", channel="C1", payload={"text": "sent"})
+    (claimed,) = await box.claim(transport="slack", holder="w1")
+    await box.mark_sent(claimed, MessageRef("slack", "C1", "1.1"))
+    waiting = await box.enqueue(transport="slack", key="job:2", channel="C1", payload={"text": "later"})
+    (claimed,) = await box.claim(transport="slack", holder="w1")
+    await box.mark_failed(claimed, error="ratelimited", retry_in_s=0.5)
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement: str, *_args) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement.split(None, 1)[0].upper())
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        for _ in range(3):
+            assert await box.claim(transport="slack", holder="w2") == []
+        assert statements and set(statements) == {"SELECT"}, statements
+        await asyncio.sleep(0.6)
+        statements.clear()
+        (again,) = await box.claim(transport="slack", holder="w2")
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
+    assert again.id == waiting.id and again.id != sent.id
+    assert {"UPDATE", "BEGIN"} & set(statements)  # the due item is claimed in a write transaction
