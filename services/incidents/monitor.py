@@ -13,7 +13,9 @@ once per invocation, unless pitcrew caused it:
 
 Expected failures are kept as evidence but never alert. A loop is declared by
 `services.diagnosis.verdict.detect_restart_loop` (default: the 2nd failed start within 600 s). Then the side
-evidence is gathered over SSH (`services.diagnosis.gather`), the audit actions of the window are added,
+evidence is gathered over SSH (`services.diagnosis.gather`), the unit's last lines are read again from the host
+(journald orders a crash's last output by when it read it, which can be after systemd's failure lines, and the
+follower waits while a loop is declared: `with_unread`), the audit actions of the window are added,
 `services.diagnosis.verdict.diagnose` names the cause, and `IncidentStore.record_failure` opens or updates
 ONE incident per (host, unit, cause, config hash); events are published on the bus. Later failures
 update it (`IncidentUpdated`). `run()` ticks: expired mutes are cleared, and an incident whose unit
@@ -72,6 +74,8 @@ from services.store import AuditActor, AuditLog, AuditQuery, AuditRecord, Databa
 log = logging.getLogger("pitcrew.incidents")
 
 OWN_ACTIONS = ("stop", "restart", "kill")
+# the unit's last lines read from the host when a loop is declared (a failed SGLang start logs ~60-80)
+UNREAD_LINES = 300
 HostLookup = Callable[[str], Host]
 
 
@@ -209,8 +213,12 @@ class IncidentMonitor:
         except NotFound:
             host_obj = None
         evidence: dict[str, Any] = {}
+        lines = list(track.lines)
         if host_obj is not None:
             evidence = await gather_side_evidence(host_obj, unit, timeout_s=self.policy.evidence_timeout_s)
+            if set(evidence) != {"errors"}:  # the host answers: its journal holds what the follower has not read
+                lines = with_unread(lines, await self._fetch_lines(host, unit, UNREAD_LINES,
+                                                                   limit_s=self.policy.evidence_timeout_s))
         first = (datetime.fromtimestamp(first_failure_us / 1e6, UTC) if first_failure_us
                  else datetime.now(UTC))
         since = first - timedelta(seconds=max(self.policy.window_s, self.policy.auto_rollback_within_s) + 3600)
@@ -219,7 +227,7 @@ class IncidentMonitor:
                     "detail": describe_action(r)} for r in recs]
         usable = {k: v for k, v in without_own_gpu_apps(evidence).items() if k != "errors"}
         side = SideEvidence.from_json({**usable, "actions": actions})
-        diag = diagnose(list(track.lines), side, unit=unit, loop_threshold=self.policy.threshold,
+        diag = diagnose(lines, side, unit=unit, loop_threshold=self.policy.threshold,
                         loop_window_s=self.policy.window_s)
         partial = gaps_text(track.gaps, since)
         if partial:
@@ -348,10 +356,10 @@ class IncidentMonitor:
             entries = await self._fetch_lines(host, unit_name, n)
         return [format_line(e) for e in entries]
 
-    async def _fetch_lines(self, host: str, unit: str, n: int) -> list[JournalEntry]:
+    async def _fetch_lines(self, host: str, unit: str, n: int, *, limit_s: float = 10.0) -> list[JournalEntry]:
         try:
             res = await self._hosts(host).run(["journalctl", "-u", unit, "-o", "json", "-n", str(n),
-                                               "--no-pager"], timeout=10)
+                                               "--no-pager"], timeout=limit_s)
         except (HostError, NotFound):
             return []
         return [e for e in (parse_entry(line) for line in res.stdout.splitlines()) if e is not None]
@@ -359,3 +367,15 @@ class IncidentMonitor:
     def tracked(self) -> Mapping[tuple[str, str], int]:
         """(host, unit) → lines kept (for status)."""
         return {k: len(t.lines) for k, t in self._tracks.items()}
+
+
+def with_unread(seen: list[JournalEntry], fresh: list[JournalEntry]) -> list[JournalEntry]:
+    """The follower's lines with the host's newest ones (`fresh`, journal order) in their place: what the follower
+    has read that `fresh` does not reach back to, then `fresh`, then anything of the follower's `fresh` lacks."""
+    if not fresh:
+        return seen
+    have = {e.cursor for e in fresh}
+    start = fresh[0].realtime_us
+    older = [e for e in seen if e.cursor not in have and e.realtime_us < start]
+    rest = [e for e in seen if e.cursor not in have and e.realtime_us >= start]
+    return older + fresh + rest
