@@ -601,8 +601,10 @@ def failed_point(changes: dict[str, str], e: DeployFailed | BenchmarkError) -> P
     memory = cause in MEMORY_CAUSES or "out of memory" in e.message.lower() or "not enough memory" in e.message.lower()
     cap = res.get("capacity") or {}
     why = e.message + (f" (diagnosis: {cause})" if cause and cause not in e.message else "")
+    run_id = res.get("run_id")  # a crash under the benchmark's load: the levels it served are a stored run
     return Point(changes, REFUSED if untouched else FAILED, kv_tokens=cap.get("max_total_num_tokens"),
-                 max_running=cap.get("max_running_requests"), why=why, restarted=not untouched,
+                 max_running=cap.get("max_running_requests"), why=why,
+                 run_id=run_id if isinstance(run_id, int) else None, restarted=not untouched,
                  memory=memory and not untouched)
 
 

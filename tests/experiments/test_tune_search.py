@@ -233,6 +233,14 @@ def test_a_trial_failure_becomes_a_point() -> None:
     other = failed_point({A: "5"}, BenchmarkError("the server on gpu-1 answered none of the benchmark's requests"))
     assert (other.status, other.restarted, other.memory) == (FAILED, True, False)
     assert Point.from_json(crash.to_json()) == crash
+    assert crash.run_id is None  # died under the ramp: no benchmark run was stored
+    # died under the benchmark's load: the levels it served are a stored run, and the point names it (a fresh-clone
+    # run of session 11 found a tune whose stored runs outnumbered its points' and confirming runs' references)
+    under_load = failed_point({A: "9"}, DeployFailed("steps 9 on gpu-1: the server crashed under load at C=16 (it "
+                                                     "served lower levels; results above)",
+                                                     result={"run_id": 7, "crashed_at": 16}))
+    assert (under_load.status, under_load.run_id) == (FAILED, 7)
+    assert Point.from_json(under_load.to_json()) == under_load
 
 
 # ---- the confirming run of the pick (confirm_best) ------------------------------------------------------------
