@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 __all__ = ["DEFAULT_VERSION", "MODEL", "SERVE_ENV", "VERSIONS", "cache_dir", "engine_dir", "model_dir",
-           "unavailable", "unit_text", "vllm_bin"]
+           "unavailable", "unit_text", "vllm_bin", "vllm_cache"]
 
 VERSIONS = ("0.32", "0.11")
 DEFAULT_VERSION = "0.32"
@@ -34,6 +34,14 @@ def cache_dir() -> Path:
 
 def engine_dir(version: str) -> Path:
     return cache_dir() / f"vllm-{version}"
+
+
+def vllm_cache(version: str) -> Path:
+    """The engine's own cache (`VLLM_CACHE_ROOT`) that its unit uses: kept across starts, as a real host's
+    `~/.cache/vllm` is (the sim's HOME is new each time). `make vllm` fills its model-info entry for the model's
+    architecture: without it each start runs `python -m vllm.model_executor.models.registry` to inspect the model
+    class, a whole vLLM import (~8 s of CPU here, a fifth of a start)."""
+    return engine_dir(version) / "vllm-cache"
 
 
 def vllm_bin(version: str) -> Path:
@@ -59,7 +67,7 @@ def unit_text(version: str, port: int, model: Path | None = None, spec_tokens: i
     """The engine unit running the real `vllm serve` on CPU (eager mode: no graph compilation at start). On 0.32 it
     decodes speculatively by n-gram lookup (`--speculative-config`, `spec_tokens` drafted); 0.11 on CPU refuses
     speculative decoding (`AssertionError: spec decode is not supported.`), so its unit has none."""
-    env = " ".join(f"{k}={v}" for k, v in SERVE_ENV.items())
+    env = " ".join(f"{k}={v}" for k, v in {**SERVE_ENV, "VLLM_CACHE_ROOT": str(vllm_cache(version))}.items())
     spec = ""
     if version != "0.11" and spec_tokens:
         spec = (f'    --speculative-config \'{{"method": "ngram", "num_speculative_tokens": {spec_tokens}, '

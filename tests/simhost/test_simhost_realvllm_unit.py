@@ -30,5 +30,10 @@ def test_the_real_unit_runs_vllm_serve_on_cpu_offline(version: str) -> None:
     assert argv[found[2]] == "/sim/models/SmolLM2-135M-Instruct"
     assert " ".join(argv[-9:]) == ("--host 127.0.0.1 --port 8123 --max-model-len 2048 --dtype bfloat16 "
                                    "--enforce-eager")
-    assert "Environment=HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=2 VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in text
+    # the engine's cache persists across starts (its model-info entry, written by `make vllm`, spares a start one
+    # vLLM import) and is the version's own
+    cache = realvllm.vllm_cache(version)
+    assert cache.parent == realvllm.engine_dir(version)
+    assert (f"Environment=HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=2 VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+            f"VLLM_CACHE_ROOT={cache}\n") in text
     assert ("--speculative-config" in argv) == (version == "0.32")  # 0.11 on CPU refuses speculative decoding
