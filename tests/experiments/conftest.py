@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.job_wait import JobEnds
 
 from bot.app import Core, build_core
 from bot.delivery import run_delivery
@@ -63,15 +64,13 @@ class BotUnderTest:
         reply: Reply = await self.core.router.dispatch(msg)
         return reply
 
+    def __post_init__(self) -> None:
+        self.ends = JobEnds(self.core)
+
     async def wait_job(self, job_id: int, timeout: float = 120.0) -> Any:
-        t_end = time.monotonic() + timeout
-        while time.monotonic() < t_end:
-            job = await self.core.jobs.get(job_id)
-            if job.state not in ("queued", "running", "awaiting_confirmation"):
-                await self.drain()
-                return job
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"job {job_id} did not finish in {timeout} s")
+        job = await self.ends.wait(job_id, timeout)
+        await self.drain()
+        return job
 
     async def drain(self, timeout: float = 10.0) -> None:
         t_end = time.monotonic() + timeout

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from support.job_wait import JobEnds
+
 from bot.app import Core
 from bot.demo import host_entry
 from bot.settings import Settings, load_settings
@@ -120,6 +122,11 @@ class RelBot:
     def __init__(self, core: Core, sim: Any) -> None:
         self.core = core
         self.sim = sim
+        self.ends = JobEnds(core)
+
+    async def wait_job(self, job_id: int, timeout: float = 120.0) -> Any:
+        """The job once it is neither queued nor running."""
+        return await self.ends.wait(job_id, timeout, not_ended=("queued", "running"))
 
     async def say(self, text: str, *, user: str = "U1", channel: str = "C1") -> Reply:
         reply: Reply = await self.core.router.dispatch(

@@ -3,7 +3,6 @@ concurrency, command length and flag values, and on benchmark duration — each 
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
@@ -57,9 +56,7 @@ async def test_benchmark_duration_is_bounded(rel_bot) -> None:
     bot = await rel_bot("healthy", bench=bench)
     t0 = time.monotonic()
     job_id = job_id_of(await bot.say("bench"))
-    async with asyncio.timeout(8):  # a 1.5 s bound plus the job's own overhead; unbounded it runs ~50 s
-        while (job := await bot.core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
-            await asyncio.sleep(0.1)
+    job = await bot.wait_job(job_id, 8)  # a 1.5 s bound plus the job's own overhead; unbounded it runs ~50 s
     assert time.monotonic() - t0 < 10
     assert time.monotonic() - t0 < 8
     assert job.state == "failed", job.summary

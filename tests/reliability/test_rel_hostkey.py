@@ -4,12 +4,12 @@ it works again."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 from rel_kit import TINY_BENCH, host_entry, read_journal, systemd_unit_sequence
+from support.job_wait import JobEnds
 
 from bot.app import build_core
 from bot.settings import load_settings
@@ -30,6 +30,7 @@ async def test_changed_host_key_is_refused_said_and_nothing_done(tmp_path: Path)
         core = await build_core(settings, stack, transport="test", time_scale=0.002, watch_journals=False,
                                 start_scheduler=False)
         name = sim.info["name"]
+        ends = JobEnds(core)
 
         async def say(text: str) -> str:
             r = await core.router.dispatch(ChatMessage(text=text, actor=Actor("U1", "alice", "test"), channel="C1"))
@@ -37,10 +38,7 @@ async def test_changed_host_key_is_refused_said_and_nothing_done(tmp_path: Path)
 
         assert "active" in await say(f"status {name}")
         first = int((await say("try 4 steps")).split()[1])  # leaves a known-good revision to roll back to
-        async with asyncio.timeout(30):
-            while (await core.jobs.get(first)).state in ("queued", "running"):  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
-        assert (await core.jobs.get(first)).state == "succeeded"
+        assert (await ends.wait(first, 30, not_ended=("queued", "running"))).state == "succeeded"
 
         # the host comes back with a new host key on the same address and port
         port = sim._ssh.port
@@ -57,9 +55,7 @@ async def test_changed_host_key_is_refused_said_and_nothing_done(tmp_path: Path)
             assert "Job" not in reply
         # a rollback needs no preview, so it queues; its job fails at the first SSH call, saying why
         job_id = int((await say(f"rollback {name}")).split()[1])
-        async with asyncio.timeout(30):
-            while (job := await core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
+        job = await ends.wait(job_id, 30, not_ended=("queued", "running"))
         assert job.state == "failed" and "host key" in job.summary and "changed" in job.summary, job.summary
         assert sim.unit_path.read_text() == unit_before
         assert systemd_unit_sequence(read_journal(sim.root)).count("Stopping") == stops_before

@@ -69,9 +69,7 @@ async def test_planted_secrets_appear_in_no_output(rel_bot, tmp_path: Path, capl
     planter = asyncio.create_task(keep_planting())
     try:
         job_id = job_id_of(await bot.say("try 10 steps"))
-        async with asyncio.timeout(120):
-            while (job := await bot.core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
-                await asyncio.sleep(0.1)
+        job = await bot.wait_job(job_id, 120)
     finally:
         planter.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -50,9 +50,7 @@ async def _when_benchmarking(bot, job_id: int, before: int) -> None:
 
 async def _finish(bot, job_id: int, within: float):
     t0 = time.monotonic()
-    async with asyncio.timeout(within):
-        while (job := await bot.core.jobs.get(job_id)).state in ("queued", "running"):  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
+    job = await bot.wait_job(job_id, within)
     return job, time.monotonic() - t0
 
 
