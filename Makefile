@@ -3,8 +3,9 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 # Phase 1 is CPU-bound: 6 workers on 2 cores keep both cores busy while scenario tests wait on their hosts
-# (docs/PERFORMANCE.md "Test suite"); it runs under SCHED_IDLE with the lease scenarios (`wallclock`) beside it at normal
-# priority (two workers: one per work unit of LEASE_UNITS). Phase 2, the `serial` tests, runs alone after it in five work units, one a worker: the time and rate
+# (docs/PERFORMANCE.md "Test suite"); it runs under SCHED_IDLE with the real-time tests that mostly wait (`wallclock`:
+# the lease scenarios, Slack's faults; the tunes on the simulated engines and the twenty-try overlap scenario at nice 19)
+# beside it at normal priority (four workers: one per work unit of WALLCLOCK_UNITS). Phase 2, the `serial` tests, runs alone after it in five work units, one a worker: the time and rate
 # measurements in three (one test at a time in each), the sweeps in two (tests/support/xdist_groups.py,
 # scripts/test-phases.sh).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
@@ -14,7 +15,7 @@ STAMP := $(VENV)/.installed
 # CPU per process cold, 2.2-2.3 s warm, in 11 processes per `make test`. (__pycache__/ is in .gitignore.)
 unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 6
-WALLCLOCK_WORKERS ?= 2
+WALLCLOCK_WORKERS ?= 4
 SERIAL_WORKERS ?= 5
 QUICK_WORKERS ?= 4
 

@@ -4,7 +4,10 @@
 #   phase 1    pytest -n WORKERS -m "not serial and not wallclock"   CPU-bound (both cores busy for ~6 minutes), run
 #              with `chrt --idle`: its processes (and every host, server and bot they start) get a core only when
 #              nothing else wants one
-#   beside it  pytest -n WALLCLOCK -m wallclock   whole-bot scenarios on lease TTLs of seconds, at normal priority: they
+#   beside it  pytest -n WALLCLOCK -m wallclock   real-time tests that mostly wait (whole-bot scenarios on lease TTLs of
+#              seconds, Slack's 429 bursts; at nice 19 the tunes, whose answers compare real-time throughput, and the
+#              overlap scenario's twenty concurrent tries), at
+#              normal priority: they
 #              mostly wait, and when one wakes it takes a core from a phase-1 process at once (the kernel preempts a
 #              SCHED_IDLE task for any other on wakeup)
 #   phase 2    pytest -n SERIAL -m serial   the tests that assert a figure (time, rates against a ground truth, the
@@ -24,11 +27,15 @@ else  # no chrt (or SCHED_IDLE refused): the lowest niceness is the nearest thin
   idle=(nice -n 19)
 fi
 log=$(mktemp "${TMPDIR:-/tmp}/pitcrew-wallclock.XXXXXX")
+# the freeze watchdog's dumps (tests/support/freeze_watch.py): printed at the end when a worker wrote any
+PITCREW_FREEZE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pitcrew-freezes.XXXXXX")
+export PITCREW_FREEZE_DIR
 beside=""
 stop() {
   [ -n "$beside" ] && kill -INT "$beside" 2>/dev/null
   wait
   rm -f "$log"
+  rm -rf "$PITCREW_FREEZE_DIR"
   exit 130
 }
 trap stop INT TERM
@@ -49,6 +56,12 @@ echo
 echo "== phase 2 (-m serial, $serial workers, alone)"
 "$pytest" -q -n "$serial" --dist loadgroup -m serial "$@"
 rc2=$?
+if [ -n "$(find "$PITCREW_FREEZE_DIR" -name '*.txt' -size +0 2>/dev/null)" ]; then
+  echo
+  echo "== a test process ran no Python for 20 s (frozen, or starved of CPU): the stacks faulthandler wrote"
+  for f in "$PITCREW_FREEZE_DIR"/*.txt; do [ -s "$f" ] && { echo "-- pid $(basename "$f" .txt)"; head -n 150 "$f"; }; done
+fi
+rm -rf "$PITCREW_FREEZE_DIR"
 verdict() { [ "$1" -eq 0 ] && echo passed || echo "FAILED (exit $1)"; }
 echo
 echo "phase 1: $(verdict $rc1); wallclock: $(verdict $rcw); phase 2: $(verdict $rc2)"

@@ -12,7 +12,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support.xdist_groups import is_serial, is_wallclock, phase_files, serial_nice, xdist_scope
+from support import freeze_watch
+from support.reports import plain_on_ast_error
+from support.xdist_groups import collection_rank, is_serial, is_wallclock, phase_files, serial_nice, xdist_scope
 
 from services.store.db import Database
 
@@ -107,10 +109,23 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
         await _drop_schema(schema)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In `make test`'s workers, the freeze watchdog (`support.freeze_watch`, PITCREW_FREEZE_DIR)."""
+    where = os.environ.get("PITCREW_FREEZE_DIR")
+    if where and os.environ.get("PYTEST_XDIST_WORKER"):
+        freeze_watch.start(Path(where))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """A failure whose report could not be made (`support.reports`: CPython 3.11's AST bug) is reported plainly."""
+    yield from plain_on_ast_error(item, call)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """The `serial` phase's priorities (`support.xdist_groups.WALL_CLOCK_NICE`), set before the test's fixtures start
-    anything."""
+    """The niceness of a `serial` test and of a tune beside phase 1 (`support.xdist_groups.serial_nice`), set before
+    the test's fixtures start anything."""
     want = serial_nice(item.nodeid)
     if want is None or os.getpriority(os.PRIO_PROCESS, 0) == want:
         return
@@ -149,7 +164,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Scenario tests (whole-bot runs: e2e, demo, reliability) are `slow`: `pytest -m "not slow"` is the quick loop;
-    `make test` runs everything."""
+    `make test` runs everything. The longest tests are collected first (`support.xdist_groups.LONGEST_FIRST`: xdist
+    hands tests out in this order), and the serial measurement that loads the CPU first in its unit (`CPU_FIRST`)."""
+    items.sort(key=lambda item: collection_rank(item.nodeid))  # stable: the rest keep their order
     tests_dir = Path(__file__).resolve().parent
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(tests_dir).parts

@@ -9,8 +9,9 @@ import re
 from pathlib import Path
 
 from support.xdist_groups import (
-    LEASE_UNITS,
-    LEASES,
+    CPU_FIRST,
+    LONGEST_FIRST,
+    LOW_NICE,
     MEASUREMENT_GROUP,
     MEASUREMENTS,
     PACED,
@@ -18,7 +19,11 @@ from support.xdist_groups import (
     SWEEP_UNITS,
     SWEEPS,
     WALL_CLOCK_NICE,
+    WALLCLOCK,
+    WALLCLOCK_UNITS,
     XDIST_GROUPS,
+    collection_rank,
+    expected_seconds,
     is_serial,
     is_wallclock,
     phase_files,
@@ -64,21 +69,23 @@ def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_the_sweeps
     assert units == set(SWEEP_UNITS)
     assert is_serial(f"{sweeps}posts_summary_chart_and_calls_it")
     assert not is_serial("tests/experiments/test_failure_and_sweep.py::test_seed_try_10_steps_fails")
-    assert not is_serial("tests/reliability/test_rel_overlap.py")
-    assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + SWEEPS + LEASES)  # no lookalike paths
+    assert not is_serial("tests/reliability/test_rel_kill.py")
+    assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + SWEEPS + WALLCLOCK)  # no lookalike paths
     assert phase_files("serial") == tuple(p.split("::")[0] for p in MEASUREMENTS + SWEEPS)
     assert phase_files("not serial") is None
 
 
-def test_the_lease_scenarios_run_beside_phase_1_in_their_own_work_units() -> None:
-    for prefix in LEASES:
+def test_the_wallclock_tests_run_beside_phase_1_in_their_own_work_units() -> None:
+    for prefix in WALLCLOCK:
         assert (ROOT / prefix).is_file(), prefix
         assert is_wallclock(f"{prefix}::t") and not is_serial(f"{prefix}::t")
-    assert xdist_scope("tests/reliability/test_rel_rolling.py::test_c") == "lease-1"
-    assert xdist_scope("tests/reliability/test_rel_orphans.py::test_d") == "lease-2"
-    assert len(set(LEASES)) == sum(map(len, LEASE_UNITS.values()))
-    assert not is_wallclock("tests/reliability/test_rel_overlap.py::test_d")  # phase 1
-    assert phase_files("wallclock") == LEASES
+    assert xdist_scope("tests/reliability/test_rel_rolling.py::test_c") == "wallclock-1"
+    assert xdist_scope("tests/reliability/test_rel_orphans.py::test_d") == "wallclock-2"
+    assert xdist_scope("tests/bot/slack/test_slack_faults.py::test_burst") == "wallclock-2"
+    assert len(set(WALLCLOCK)) == sum(map(len, WALLCLOCK_UNITS.values()))
+    assert xdist_scope("tests/reliability/test_rel_overlap.py::test_d[x]") == "wallclock-overlap"
+    assert not is_wallclock("tests/reliability/test_rel_kill.py::test_d")  # phase 1
+    assert phase_files("wallclock") == WALLCLOCK
 
 
 def test_the_makefile_gives_each_named_work_unit_of_a_phase_a_worker() -> None:
@@ -86,7 +93,7 @@ def test_the_makefile_gives_each_named_work_unit_of_a_phase_a_worker() -> None:
     (the phase's wall time grows by one of them), one more and it idles."""
     makefile = (ROOT / "Makefile").read_text()
     counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+_WORKERS) \?= (\d+)$", makefile, re.M)}
-    assert counts["WALLCLOCK_WORKERS"] == len(LEASE_UNITS)
+    assert counts["WALLCLOCK_WORKERS"] == len(WALLCLOCK_UNITS)
     assert counts["SERIAL_WORKERS"] == len(PACED_UNITS) + 1 + len(SWEEP_UNITS)  # + the other measurements' unit
     assert "$(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS)" in makefile  # in test-phases.sh's order
 
@@ -97,4 +104,29 @@ def test_beside_the_measurements_the_sweeps_run_at_a_lower_priority() -> None:
     assert serial_nice("tests/bot/slack/test_slack_pacing.py::test_b") == 0
     assert serial_nice("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart") == WALL_CLOCK_NICE
     assert serial_nice("tests/reliability/test_rel_rolling.py::test_c") is None  # beside phase 1: as it is
-    assert serial_nice("tests/reliability/test_rel_overlap.py::test_d") is None  # phase 1: as it is
+    # the tunes and the overlap scenario beside phase 1: below the lease scenarios, above phase 1
+    assert serial_nice("tests/experiments/test_tune_vllm.py::test_a") == LOW_NICE == 19
+    assert serial_nice("tests/reliability/test_rel_overlap.py::test_d[x]") == LOW_NICE
+    assert is_wallclock("tests/experiments/test_tune_job.py::test_b") and xdist_scope(
+        "tests/experiments/test_tune_job.py::test_b") == "wallclock-tune"
+    assert serial_nice("tests/reliability/test_rel_kill.py::test_d") is None  # phase 1: as it is
+
+
+def test_the_longest_tests_are_named_by_existing_files_and_collected_first() -> None:
+    for path, seconds in LONGEST_FIRST.items():
+        assert (ROOT / path).is_file(), path
+        assert seconds >= 10, path  # shorter files keep their place
+    assert list(LONGEST_FIRST.values()) == sorted(LONGEST_FIRST.values(), reverse=True)
+    assert expected_seconds("tests/experiments/test_tune_llamacpp_real.py::test_a[x]") == LONGEST_FIRST[
+        "tests/experiments/test_tune_llamacpp_real.py"]
+    assert not set(LONGEST_FIRST) & set(WALLCLOCK)  # phase 1's order: its own tests
+    assert expected_seconds("tests/basics/test_x.py::test_y") == 0
+
+
+def test_the_serial_measurement_that_loads_the_cpu_goes_first_in_its_unit() -> None:
+    for prefix in CPU_FIRST:
+        assert (ROOT / prefix).is_file() and is_serial(f"{prefix}::t"), prefix
+        assert xdist_scope(f"{prefix}::t") == MEASUREMENT_GROUP
+    ids = ["tests/bench/test_bench_cli.py::test_a", f"{CPU_FIRST[0]}::test_b", "tests/simhost/test_simhost_seed.py::c",
+           "tests/experiments/test_tune_llamacpp_real.py::test_d"]
+    assert sorted(ids, key=collection_rank) == [ids[3], ids[1], ids[0], ids[2]]  # phase 1's longest, then CPU_FIRST
