@@ -23,14 +23,16 @@ async def _pitcrew(*args: str) -> tuple[int, str, str]:
 async def test_bench_json_against_truth_server(truth) -> None:
     srv = await truth("--rate", "200", "--ttft", "0.02", "--tokens-per-chunk", "2")
     code, out, _ = await _pitcrew("--url", srv.url, "--concurrency", "1,2", "--requests", "3",
-                                  "--warmup", "1", "--output-len", "21", "--input-len", "8", "--json",
+                                  "--warmup", "1", "--output-len", "41", "--input-len", "8", "--json",
                                   "--metrics", "sglang")
     assert code == 0
     doc = orjson.loads(out)
     assert doc["model"] == "truth" and [lv["concurrency"] for lv in doc["levels"]] == [1, 2]
     lv = doc["levels"][0]
-    assert lv["output_tokens"] == 63 and lv["failed"] == 0 and lv["server"]["accept_len"] == 2.0
-    assert abs(lv["decode_tok_s_per_request"]["mean"] - 200.0) / 200.0 < 0.03
+    assert lv["output_tokens"] == 123 and lv["failed"] == 0 and lv["server"]["accept_len"] == 2.0
+    # the median request's rate, over a 200 ms decode: with 21 tokens (100 ms) and the mean, one stall of the
+    # benchmark process beside the serial phase's sweeps read 184.6 for 200 (session 11, a fresh-clone run)
+    assert abs(lv["decode_tok_s_per_request"]["p50"] - 200.0) / 200.0 < 0.03
 
 
 async def test_bench_table(truth) -> None:

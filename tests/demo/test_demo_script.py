@@ -26,7 +26,10 @@ def test_demo_script_shows_results_alert_rollback_and_resolution(tmp_path: Path,
     # the whole transcript with any failure below: a results table missing once at load ~15 (session 7) said nothing
     assert "decode tok/s/req" in out, out  # a results table
     assert "succeeded" in out and "steps 4" in out, out
-    assert "crashed under the ramp at C=2 (C=1 held" in out  # one request serves, two together kill it
+    # one request serves, two decoding together kill it: at the ramp's C=2 — or at a later level of the ramp when
+    # the two did not overlap (64 tokens, ~0.23 s at steps 10: the bot, at idle priority in phase 1, can send the
+    # second after the first ended); session 13 saw the message without "C=2", its transcript cut by pytest
+    assert re.search(r"crashed under the ramp at C=(2 \(C=1|4 \(C=2|8 \(C=4) held", out), out  # the level before held
     alert = out.index("Restart loop on")
     assert "kv_cache_oom" in out[alert:alert + 300]
     assert out.count("Restart loop on") >= 1

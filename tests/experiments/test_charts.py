@@ -12,7 +12,6 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from matplotlib.container import BarContainer, ErrorbarContainer
 from rich.console import Console
 
 from bot.console import ConsoleView
@@ -45,6 +44,8 @@ def _result() -> dict[str, object]:
 
 
 def test_sweep_chart_has_integer_ticks_error_bars_the_choice_and_the_capacity_panel() -> None:
+    from matplotlib.container import BarContainer, ErrorbarContainer  # here: every phase-1 worker collects this file
+
     result = _result()
     fig = sweep_figure(result)
     assert fig is not None
@@ -92,6 +93,8 @@ async def test_sweep_png_is_drawn_off_the_event_loop() -> None:
 
 
 def test_history_chart_shows_each_run_with_its_interval_by_configuration() -> None:
+    from matplotlib.container import ErrorbarContainer
+
     rng = random.Random(9)
     runs = []
     t0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

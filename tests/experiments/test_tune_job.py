@@ -90,6 +90,15 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_befo
     # this job's seeded order) left the simulated GPUs' 0.75 GiB residual (simhost/sglang/model.py), and with it 16
     # requests of 4 draft tokens need more workspace than mem 0.9 leaves: the confirmation dies where the search's
     # run did not. It is rolled back, and the answer says why.
+    # The pick and the start run at one speed (the model's speed does not depend on mem), so their figures differ by
+    # noise alone: when the pick read measurably below the start (its single run, band ±4 %: a 55 ms stall of a 1.3 s
+    # run beside the lease scenarios, session 12), no restart is spent on it and the start is kept.
+    if not conf["runs"]:
+        assert conf["status"] == "not better" and r["best"]["start"], (conf, r["baseline"], r["points"])
+        assert re.match(r"not measurably better than the start: the search's best, steps 3 · mem 0\.9, read −\d+ % "
+                        r"\(±\d+ %\) \(worse\) at C=16 over the start; keep the start$", r["verdict"]), r["verdict"]
+        assert r["restarts"] == r["search_restarts"] and bot.unit_text() == before
+        return
     run = conf["runs"][0]
     assert run["label"] == "steps 3 · mem 0.9" and run["outcome"] == "failed" and run["restarted"], conf
     assert run["search_throughput"] == conf["search_best"]["throughput"] > 0
@@ -132,7 +141,9 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_befo
             f"best *{r['best']['label']}* — {r['verdict']}") in text, text
     assert (f"Confirming steps 3 · mem 0.9: search read {run['search_throughput']:,.0f} tok/s at C=16, confirmation "
             "failed: ") in text, text
-    assert "✗ steps 4 · mem 0.9: steps 4 · mem 0.9 on " in text and "crashed under the ramp at C=16" in text
+    # under the ramp or under the benchmark's load, as the point's own record above says
+    assert "✗ steps 4 · mem 0.9: steps 4 · mem 0.9 on " in text and re.search(
+        r"crashed under (the ramp|load) at C=16", text), text
     assert "✗ steps 3 · mem 0.9: its confirming run: " in text
     assert summary.reply.attachments[0].content.startswith(b"\x89PNG")
     assert len(summary.reply.buttons) == (0 if keep else 1)  # nothing to apply when the start is kept
@@ -203,7 +214,12 @@ async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarti
     assert not again & {tuple(sorted(p["changes"].items())) for p in measured}  # no restart for them again
     r = second.result
     assert r["search_restarts"] <= 6 and r["confirmation"]["search_best"]["label"] == "steps 3 · mem 0.9"
-    # its confirmation meets the residual steps 4 · mem 0.9's crash left (as in the test above)
+    # its confirmation meets the residual steps 4 · mem 0.9's crash left (as in the test above; unless the pick read
+    # measurably below the start: then no restart is spent on it)
+    if not r["confirmation"]["runs"]:
+        assert r["confirmation"]["status"] == "not better" and r["best"]["start"], (r["confirmation"], r["baseline"])
+        assert r["restarts"] == r["search_restarts"] and bot.unit_text() == before
+        return
     first = r["confirmation"]["runs"][0]
     assert first["label"] == "steps 3 · mem 0.9" and first["outcome"] == "failed", r["confirmation"]
     assert "ran out of memory after it in this tune" in first["why"], first["why"]

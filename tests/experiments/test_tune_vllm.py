@@ -12,8 +12,11 @@ import re
 import httpx
 import pytest
 
-# 16 requests in flight against vLLM's default 256 sequences: the TTFT limit holds wherever the engine lives
-BENCH = {"concurrency": [16], "requests_per_level": 32, "warmup": 1, "input_len": 32, "output_len": 96}
+# 16 requests in flight against vLLM's default 256 sequences: the TTFT limit holds wherever the engine lives. Four
+# waves of 16 (~2.7 s a run): the noise band comes from the start's two runs (the bench before the tune and the tune's
+# own); with two waves (~1.3 s) one run read >=7.8 % off the other once in CI, the band (t at 3 dof) grew past the
+# 15 % between spec tokens 4 and 3, and the tie went to 3 for its larger KV cache
+BENCH = {"concurrency": [16], "requests_per_level": 64, "warmup": 1, "input_len": 32, "output_len": 96}
 TUNE = "tune spec tokens 2..4, mem 0.9,0.95 for throughput at 16 with ttft p95 under 250ms in 6 restarts"
 
 
@@ -49,7 +52,7 @@ async def test_a_vllm_tune_finds_the_best_rolls_back_an_oom_and_ends_on_the_star
     start = by_label["spec tokens 3 · mem 0.9"]  # the unit's `"num_speculative_tokens": 3` and `0.90`
     assert start["start"] and not start["restarted"], r["points"]
     assert start["kv_tokens"] and start["kv_tokens"] > 100_000, start  # read from the running server's start lines
-    assert r["best"]["label"] == "spec tokens 4 · mem 0.9", r["points"]
+    assert r["best"]["label"] == "spec tokens 4 · mem 0.9", (r["criterion"], r["noise_pct"], r["baseline"], r["points"])
     assert r["restarts"] <= 6 and r["left_down"] == 0
     assert len(by_label) == 6 and r["stopped"] == "every configuration of the grid was evaluated"
     failed = [p for p in r["points"] if p["status"] == "failed"]
