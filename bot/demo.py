@@ -28,6 +28,8 @@ from bot.console import CONSOLE_USER, TRANSPORT, ConsoleChat, ConsoleDeliverer, 
 from bot.delivery import run_delivery
 from bot.logs import configure_logging
 from bot.settings import load_settings
+from services.events import EventBus
+from services.incidents import IncidentOpened, IncidentResolved
 
 BANNER = """[bold]pitcrew demo[/bold] — a simulated GPU host running SGLang under {systemd} ({scenario}), and this \
 chat.
@@ -77,9 +79,28 @@ def demo_settings(workdir: Path, info: dict[str, Any], *, time_scale: float, eng
                                  "roles": {"*": "viewer", CONSOLE_USER: "admin"}})
 
 
-async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, quiet_s: float = 1.0) -> bool:
+class IncidentsTold:
+    """The incidents whose opening was told and whose resolution is not yet: subscribed after the notifier, so an
+    incident leaves `untold` once the notifier has put its resolution in the outbox (the database says resolved a
+    moment before that: a demo that read only the database could finish in between and never show it)."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self.untold: set[int] = set()
+        bus.subscribe(IncidentOpened, self._opened)
+        bus.subscribe(IncidentResolved, self._resolved)
+
+    async def _opened(self, ev: IncidentOpened) -> None:
+        self.untold.add(ev.incident.id)
+
+    async def _resolved(self, ev: IncidentResolved) -> None:
+        self.untold.discard(ev.incident.id)
+
+
+async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, quiet_s: float = 1.0,
+                    told: IncidentsTold | None = None) -> bool:
     """Until no job is queued or running and the outbox is drained; with `settle_incidents`, also no
-    incident open and every unit running without a new restart for `quiet_s`."""
+    incident open (nor one whose resolution `told` has not seen reach the outbox) and every unit running without a
+    new restart for `quiet_s`."""
     t_end = time.monotonic() + timeout_s
     quiet_since: float | None = None
     last: list[tuple[str, str, int, int]] | None = None
@@ -87,6 +108,7 @@ async def wait_idle(core: Core, *, timeout_s: float, settle_incidents: bool, qui
         busy = bool(await core.jobs.queue()) or await core.store.depth(TRANSPORT) > 0
         if not busy and settle_incidents:
             busy = core.incidents is not None and bool(await core.incidents.open_incidents(None))
+            busy = busy or bool(told is not None and told.untold)
             states = []
             for name in core.hosts.names():
                 with contextlib.suppress(Exception):
@@ -127,6 +149,7 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
                                                           real_engine=real_engine, vllm_version=vllm_version))
             settings = demo_settings(workdir, sim.info, time_scale=time_scale, engine=engine)
             core = await build_core(settings, stack, transport=TRANSPORT, time_scale=time_scale)
+            told = IncidentsTold(core.bus)  # after build_core's notifier
             view = ConsoleView(console, files_dir=files_dir)
             stop = asyncio.Event()
             delivery = asyncio.create_task(run_delivery(core.store, ConsoleDeliverer(view), holder=core.holder,
@@ -144,7 +167,8 @@ async def run_demo(*, script_lines: list[str] | None, scenario: str, time_scale:
             if interactive and script_lines is None:
                 return await _interactive(chat, core, stop)
             lines = script_lines if script_lines is not None else [ln async for ln in read_lines(stop)]
-            return await _scripted(chat, core, lines, timeout_s=timeout_s, quiet_s=max(2.0, 200 * time_scale))
+            return await _scripted(chat, core, lines, timeout_s=timeout_s, quiet_s=max(2.0, 200 * time_scale),
+                                   told=told)
     return 0
 
 
@@ -170,7 +194,8 @@ async def _stop_task(task: asyncio.Task[None], stop: asyncio.Event) -> None:
         await asyncio.wait_for(task, 5)
 
 
-async def _scripted(chat: ConsoleChat, core: Core, lines: list[str], *, timeout_s: float, quiet_s: float) -> int:
+async def _scripted(chat: ConsoleChat, core: Core, lines: list[str], *, timeout_s: float, quiet_s: float,
+                    told: IncidentsTold) -> int:
     t_end = time.monotonic() + timeout_s
     for line in lines:
         if line.strip().lower() in ("quit", "exit"):
@@ -183,7 +208,7 @@ async def _scripted(chat: ConsoleChat, core: Core, lines: list[str], *, timeout_
             chat.view.console.print("demo: timed out waiting for jobs", style="red")
             return 1
     settled = await wait_idle(core, timeout_s=max(t_end - time.monotonic(), 1), settle_incidents=True,
-                              quiet_s=quiet_s)
+                              quiet_s=quiet_s, told=told)
     chat.view.console.print("demo finished." if settled else "demo: incidents still open at the time limit",
                             style="bold" if settled else "red")
     return 0 if settled else 1
