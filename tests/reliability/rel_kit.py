@@ -159,14 +159,29 @@ class Proc:
                 self.events.append(json.loads(line))
 
     async def wait_event(self, pred: Callable[[dict[str, Any]], bool], within: float = 30.0) -> dict[str, Any]:
-        async with asyncio.timeout(within):
-            while True:
-                for e in self.events:
-                    if pred(e):
-                        return e
-                if self.proc.returncode is not None and self._reader.done():
-                    raise AssertionError(f"process exited ({self.proc.returncode}) without it: {self.events}")
-                await asyncio.sleep(0.02)
+        try:
+            async with asyncio.timeout(within):
+                while True:
+                    for e in self.events:
+                        if pred(e):
+                            return e
+                    if self.proc.returncode is not None and self._reader.done():
+                        raise AssertionError(f"process exited ({self.proc.returncode}) without it: {self.events}")
+                    await asyncio.sleep(0.02)
+        except TimeoutError:  # say whether it was stuck or starved: its state and the CPU it had, and what it said
+            raise AssertionError(f"no such event within {within} s from pid {self.proc.pid} "
+                                 f"({self.cpu_state()}); its events: {self.events[-20:]}") from None
+
+    def cpu_state(self) -> str:
+        """The process's scheduler state and CPU seconds so far (from /proc), or how it ended."""
+        if self.proc.returncode is not None:
+            return f"exited {self.proc.returncode}"
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return "gone"
+        ticks = os.sysconf("SC_CLK_TCK")
+        return f"state {fields[0]}, {(int(fields[11]) + int(fields[12])) / ticks:.1f} CPU-s"
 
     def kill9(self) -> None:
         with contextlib.suppress(ProcessLookupError):
