@@ -5,9 +5,10 @@ STAMP := $(VENV)/.installed
 # Phase 1 is CPU-bound: 6 workers on 2 cores keep both cores busy while scenario tests wait on their hosts
 # (docs/PERFORMANCE.md "Test suite"); it runs under SCHED_IDLE with the real-time tests that mostly wait (`wallclock`:
 # the lease scenarios, Slack's faults; the tunes on the simulated engines and the twenty-try overlap scenario at nice 19)
-# beside it at normal priority (four workers: one per work unit of WALLCLOCK_UNITS). Phase 2, the `serial` tests, runs alone after it in five work units, one a worker: the time and rate
-# measurements in three (one test at a time in each), the sweeps in two (tests/support/xdist_groups.py,
-# scripts/test-phases.sh).
+# beside it at normal priority (four workers: one per work unit of WALLCLOCK_UNITS). Then the measurement that loads
+# both cores itself (`alone`) by itself. Phase 2, the `serial` tests, runs alone after them in five work units, one a
+# worker: the time and rate measurements in three (one test at a time in each), the sweeps in two
+# (tests/support/xdist_groups.py, scripts/test-phases.sh).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
 # Bytecode caching on, whatever the environment says (this machine kind sets PYTHONDONTWRITEBYTECODE=1): otherwise
 # every pytest worker rewrites and compiles every test module, and every process the tests start (bot replicas, the

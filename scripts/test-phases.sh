@@ -10,6 +10,8 @@
 #              normal priority: they
 #              mostly wait, and when one wakes it takes a core from a phase-1 process at once (the kernel preempts a
 #              SCHED_IDLE task for any other on wakeup)
+#   alone      pytest -m alone   the measurement that loads both cores itself (200 slash commands/s), by itself: beside
+#              the serial phase it bent the measurement next to it
 #   phase 2    pytest -n SERIAL -m serial   the tests that assert a figure (time, rates against a ground truth, the
 #              sweeps' plateau calls), alone once both are done: SCHED_IDLE is not enough for them (caches and
 #              loopback softirqs are shared whatever the priority)
@@ -42,8 +44,8 @@ trap stop INT TERM
 
 "$pytest" -q -n "$wallclock" --dist loadgroup -m wallclock "$@" >"$log" 2>&1 &
 beside=$!
-echo "== phase 1 (-m \"not serial and not wallclock\", $workers workers, ${idle[*]}), the wallclock scenarios beside it"
-"${idle[@]}" "$pytest" -q -n "$workers" --dist loadgroup -m "not serial and not wallclock" "$@"
+echo "== phase 1 (-m \"not serial and not wallclock and not alone\", $workers workers, ${idle[*]}), the wallclock scenarios beside it"
+"${idle[@]}" "$pytest" -q -n "$workers" --dist loadgroup -m "not serial and not wallclock and not alone" "$@"
 rc1=$?
 wait "$beside"
 rcw=$?
@@ -52,6 +54,10 @@ echo
 echo "== the wallclock scenarios (-m wallclock, $wallclock workers, normal priority, beside phase 1)"
 cat "$log"
 rm -f "$log"
+echo
+echo "== the measurement that loads both cores (-m alone, by itself)"
+"$pytest" -q -m alone "$@"
+rca=$?
 echo
 echo "== phase 2 (-m serial, $serial workers, alone)"
 "$pytest" -q -n "$serial" --dist loadgroup -m serial "$@"
@@ -64,5 +70,5 @@ fi
 rm -rf "$PITCREW_FREEZE_DIR"
 verdict() { [ "$1" -eq 0 ] && echo passed || echo "FAILED (exit $1)"; }
 echo
-echo "phase 1: $(verdict $rc1); wallclock: $(verdict $rcw); phase 2: $(verdict $rc2)"
-[ "$rc1" -eq 0 ] && [ "$rcw" -eq 0 ] && [ "$rc2" -eq 0 ]
+echo "phase 1: $(verdict $rc1); wallclock: $(verdict $rcw); alone: $(verdict $rca); phase 2: $(verdict $rc2)"
+[ "$rc1" -eq 0 ] && [ "$rcw" -eq 0 ] && [ "$rca" -eq 0 ] && [ "$rc2" -eq 0 ]

@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 from support import freeze_watch
 from support.reports import plain_on_ast_error
-from support.xdist_groups import collection_rank, is_serial, is_wallclock, phase_files, serial_nice, xdist_scope
+from support.xdist_groups import (
+    collection_rank,
+    is_alone,
+    is_serial,
+    is_wallclock,
+    phase_files,
+    serial_nice,
+    xdist_scope,
+)
 
 from services.store.db import Database
 
@@ -136,8 +144,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """`-m serial` or `-m wallclock` alone (scripts/test-phases.sh) imports only the test files that hold such tests:
-    collecting all of them took each of its processes ~3 CPU-s (~8 s of its wall time on 2 cores) to deselect 95 %."""
+    """`-m serial`, `-m wallclock` or `-m alone` (scripts/test-phases.sh) imports only the test files that hold such
+    tests: collecting all of them took each of its processes ~3 CPU-s (~8 s of its wall time on 2 cores) to deselect
+    95 %."""
     files = phase_files(config.getoption("markexpr"))
     if files is None or not collection_path.name.startswith("test_"):
         return None
@@ -165,7 +174,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Scenario tests (whole-bot runs: e2e, demo, reliability) are `slow`: `pytest -m "not slow"` is the quick loop;
     `make test` runs everything. The longest tests are collected first (`support.xdist_groups.LONGEST_FIRST`: xdist
-    hands tests out in this order), and the serial measurement that loads the CPU first in its unit (`CPU_FIRST`)."""
+    hands tests out in this order). The marks `serial`, `wallclock` and `alone` say which phase of `make test` runs a
+    test (`support.xdist_groups`)."""
     items.sort(key=lambda item: collection_rank(item.nodeid))  # stable: the rest keep their order
     tests_dir = Path(__file__).resolve().parent
     for item in items:
@@ -178,3 +188,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.serial)
         elif is_wallclock(item.nodeid):
             item.add_marker(pytest.mark.wallclock)
+        elif is_alone(item.nodeid):
+            item.add_marker(pytest.mark.alone)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from support.xdist_groups import (
-    CPU_FIRST,
+    ALONE,
     LONGEST_FIRST,
     LOW_NICE,
     MEASUREMENT_GROUP,
@@ -24,6 +24,7 @@ from support.xdist_groups import (
     XDIST_GROUPS,
     collection_rank,
     expected_seconds,
+    is_alone,
     is_serial,
     is_wallclock,
     phase_files,
@@ -63,7 +64,6 @@ def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_the_sweeps
     assert xdist_scope("tests/bot/slack/test_slack_pacing.py::test_b") == "measurements-paced-2"
     assert len(set(PACED)) == sum(map(len, PACED_UNITS.values()))
     assert xdist_scope("tests/bench/test_bench_cpu.py::test_a") == MEASUREMENT_GROUP
-    assert xdist_scope("tests/bot/slack/test_slack_load.py::test_b") == MEASUREMENT_GROUP
     sweeps = "tests/experiments/test_failure_and_sweep.py::test_sweep_"
     units = {xdist_scope(f"{sweeps}posts_summary_chart"), xdist_scope(f"{sweeps}on_a_noisy_server_x")}
     assert units == set(SWEEP_UNITS)
@@ -123,10 +123,14 @@ def test_the_longest_tests_are_named_by_existing_files_and_collected_first() -> 
     assert expected_seconds("tests/basics/test_x.py::test_y") == 0
 
 
-def test_the_serial_measurement_that_loads_the_cpu_goes_first_in_its_unit() -> None:
-    for prefix in CPU_FIRST:
-        assert (ROOT / prefix).is_file() and is_serial(f"{prefix}::t"), prefix
-        assert xdist_scope(f"{prefix}::t") == MEASUREMENT_GROUP
-    ids = ["tests/bench/test_bench_cli.py::test_a", f"{CPU_FIRST[0]}::test_b", "tests/simhost/test_simhost_seed.py::c",
+def test_the_measurement_that_loads_both_cores_runs_by_itself() -> None:
+    for prefix in ALONE:
+        assert (ROOT / prefix).is_file(), prefix
+        node = f"{prefix}::t"
+        assert is_alone(node) and not is_serial(node) and not is_wallclock(node)
+        assert expected_seconds(node) == 0 and serial_nice(node) is None
+    assert phase_files("alone") == ALONE
+    assert not is_alone("tests/bench/test_bench_window.py::test_a[N1]")
+    ids = ["tests/bench/test_bench_cli.py::test_a", "tests/simhost/test_simhost_seed.py::c",
            "tests/experiments/test_tune_llamacpp_real.py::test_d"]
-    assert sorted(ids, key=collection_rank) == [ids[3], ids[1], ids[0], ids[2]]  # phase 1's longest, then CPU_FIRST
+    assert sorted(ids, key=collection_rank) == [ids[2], ids[0], ids[1]]  # phase 1's longest first, the rest in order

@@ -31,8 +31,8 @@ XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 #     - PACED: the tests that wait on a paced server or clock (a truth server's token schedule, Slack's pacing
 #       intervals, the App Home debounce) and use little CPU (~5 CPU-s in ~54 s of wall time, the serial phase's
 #       longest unit while it was one): two units of ~27 s (PACED_UNITS, the times of session 9 in the comments);
-#     - the rest ("measurements"): the ones that load the CPU themselves (200 commands/s, the benchmark child's CPU,
-#       the simulated server's rates at C=64);
+#     - the rest ("measurements"): the benchmark child's CPU, the simulated server's rates at C=64 (the one that
+#       loads both cores itself is `alone`, below);
 #   - the sweeps (SWEEP_UNITS, a worker each): their verdicts ride on differences of a few % between measured steps,
 #     and at phase 1's load a step read slow enough to move the plateau call (found without reruns, session 7). Beside
 #     the measurements they run at WALL_CLOCK_NICE.
@@ -47,8 +47,7 @@ PACED_UNITS = {
                              "tests/bench/test_bench_requests.py"),  # 1 s
 }
 PACED = tuple(prefix for prefixes in PACED_UNITS.values() for prefix in prefixes)
-MEASUREMENTS = (*PACED, "tests/bench/", "tests/simhost/test_simhost_server.py", "tests/simhost/test_simhost_seed.py",
-                "tests/bot/slack/test_slack_load.py")
+MEASUREMENTS = (*PACED, "tests/bench/", "tests/simhost/test_simhost_server.py", "tests/simhost/test_simhost_seed.py")
 SWEEP_UNITS = {
     "sweep-1": ("tests/experiments/test_failure_and_sweep.py::test_sweep_on_a_noisy_server",),  # 38 s
     "sweep-2": ("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary",),  # 32 s
@@ -125,18 +124,19 @@ LONGEST_FIRST = {
 }
 
 
-# The serial phase's measurement that loads both cores (200 slash commands/s beside a C=64 benchmark: ~6.4 CPU-s in
-# ~7 s) goes first in its work unit, while the sweeps beside it start their bots and measure steps 1-2, whose calls
-# ride on 35-50 % between steps. In path order it ran 17-24 s into the phase, beside the sweeps' steps 3-5, whose
-# plateau call rides on ~2.4 % (steps 4 and 5: 277 and 282 tok/s against a ±4.2 % band): at nice 10 behind it a
-# sweep's step 4 read slow and 5 won (session 13, the first fresh-clone run of acf2e0d).
-CPU_FIRST = ("tests/bot/slack/test_slack_load.py",)
+# `alone` — the measurement that loads both cores itself (200 slash commands/s beside a C=64 benchmark: ~6.4 CPU-s in
+#   ~7 s) runs by itself between phase 1 and the serial phase: in the serial phase it bent whichever measurement ran
+#   beside it. In path order it ran 17-24 s into the phase, beside the sweeps' steps 3-5, whose plateau call rides on
+#   ~2.4 % (session 13: a sweep's step 4 read slow and 5 won); first in its unit (session 13's CPU_FIRST) it ran beside
+#   the truth server's first cases (session 13's CI run: the achieved concurrency at C=16 read 6 % over the server's).
+#   ~10 s of wall time on its own (one process, one file collected).
+ALONE = ("tests/bot/slack/test_slack_load.py",)
 
 
-def collection_rank(nodeid: str) -> tuple[int, int]:
+def collection_rank(nodeid: str) -> int:
     """The test `nodeid`'s place in the collection (a sort key; ties keep their order): phase 1's longest first
-    (`LONGEST_FIRST`), then the serial measurements that load the CPU (`CPU_FIRST`), then the rest."""
-    return -expected_seconds(nodeid), 0 if nodeid.startswith(CPU_FIRST) else 1
+    (`LONGEST_FIRST`), then the rest."""
+    return -expected_seconds(nodeid)
 
 
 def expected_seconds(nodeid: str) -> int:
@@ -147,6 +147,11 @@ def expected_seconds(nodeid: str) -> int:
 def is_serial(nodeid: str) -> bool:
     """Whether the test `nodeid` (its path relative to the repository, `::`, its name) is `serial`: alone, after."""
     return nodeid.startswith(MEASUREMENTS + SWEEPS)
+
+
+def is_alone(nodeid: str) -> bool:
+    """Whether the test `nodeid` is `alone`: by itself, between phase 1 and the serial phase (`ALONE`)."""
+    return nodeid.startswith(ALONE)
 
 
 def is_wallclock(nodeid: str) -> bool:
@@ -165,9 +170,9 @@ def serial_nice(nodeid: str) -> int | None:
 
 
 def phase_files(marker: str) -> tuple[str, ...] | None:
-    """The test files (and folders) that hold the tests of `-m serial` or `-m wallclock` (every other file has none),
-    or None for another marker expression."""
-    prefixes = {"serial": MEASUREMENTS + SWEEPS, "wallclock": WALLCLOCK}.get(marker)
+    """The test files (and folders) that hold the tests of `-m serial`, `-m wallclock` or `-m alone` (every other file
+    has none), or None for another marker expression."""
+    prefixes = {"serial": MEASUREMENTS + SWEEPS, "wallclock": WALLCLOCK, "alone": ALONE}.get(marker)
     return None if prefixes is None else tuple(prefix.split("::", 1)[0] for prefix in prefixes)
 
 
