@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 # (docs/PERFORMANCE.md "Test suite"); it runs under SCHED_IDLE with the real-time tests that mostly wait (`wallclock`:
 # the lease scenarios, Slack's faults; the tunes on the simulated engines and the twenty-try overlap scenario at nice 19)
 # beside it at normal priority (four workers: one per work unit of WALLCLOCK_UNITS). Then the measurement that loads
-# both cores itself (`alone`) by itself. Phase 2, the `serial` tests, runs alone after them in five work units, one a
-# worker: the time and rate measurements in three (one test at a time in each), the sweeps in two
+# both cores itself (`alone`) by itself. Phase 2, the `serial` tests, runs alone after them in three work units, one a
+# worker (the time and rate measurements, one test at a time in each), and last the two sweeps by themselves
 # (tests/support/xdist_groups.py, scripts/test-phases.sh).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
 # Bytecode caching on, whatever the environment says (this machine kind sets PYTHONDONTWRITEBYTECODE=1): otherwise
@@ -17,7 +17,8 @@ STAMP := $(VENV)/.installed
 unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 6
 WALLCLOCK_WORKERS ?= 4
-SERIAL_WORKERS ?= 5
+SERIAL_WORKERS ?= 3
+SWEEP_WORKERS ?= 2
 QUICK_WORKERS ?= 4
 
 .PHONY: demo test test-quick lint install lock engine vllm image-check
@@ -38,7 +39,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	@command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || echo "note: no OpenSSH sshd here; the OpenSSH half of the host contract suite will be skipped (CI installs openssh-server)"
 	PITCREW_TEST_PG_URL="$${PITCREW_TEST_PG_URL:-$$(bash scripts/ensure-postgres.sh)}" bash scripts/test-phases.sh \
-		$(VENV)/bin/pytest $(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS) $(PYTEST_ARGS)
+		$(VENV)/bin/pytest $(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS) $(SWEEP_WORKERS) $(PYTEST_ARGS)
 
 # The quick loop while you work (~45 s here): the unit-level tests of every layer (basics, store, units, handlers, diagnosis
 # without its incident corpus, doctor's sudo parsing, the bot's settings, the bench's SSE parser, the service-manager

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `make test`: the suite in two phases, the first with the wall-clock scenarios beside it.
+# `make test`: the suite in four steps, the first with the wall-clock scenarios beside it.
 #
-#   phase 1    pytest -n WORKERS -m "not serial and not wallclock"   CPU-bound (both cores busy for ~6 minutes), run
-#              with `chrt --idle`: its processes (and every host, server and bot they start) get a core only when
+#   phase 1    pytest -n WORKERS -m "not serial and not wallclock and not alone and not sweep"
+#              CPU-bound (both cores busy for ~5 minutes), run with `chrt --idle`: its processes (and every host, server and bot they start) get a core only when
 #              nothing else wants one
 #   beside it  pytest -n WALLCLOCK -m wallclock   real-time tests that mostly wait (whole-bot scenarios on lease TTLs of
 #              seconds, Slack's 429 bursts; at nice 19 the tunes, whose answers compare real-time throughput, and the
@@ -12,17 +12,19 @@
 #              SCHED_IDLE task for any other on wakeup)
 #   alone      pytest -m alone   the measurement that loads both cores itself (200 slash commands/s), by itself: beside
 #              the serial phase it bent the measurement next to it
-#   phase 2    pytest -n SERIAL -m serial   the tests that assert a figure (time, rates against a ground truth, the
-#              sweeps' plateau calls), alone once both are done: SCHED_IDLE is not enough for them (caches and
-#              loopback softirqs are shared whatever the priority)
+#   phase 2    pytest -n SERIAL -m serial   the tests that assert a figure (time, rates against a ground truth), alone
+#              once these are done: SCHED_IDLE is not enough for them (caches and loopback softirqs are shared whatever
+#              the priority)
+#   sweeps     pytest -n SWEEP -m sweep   the sweeps, whose plateau call rides on ~2.4 % between two measured steps,
+#              by themselves: beside the measurements (even at nice 10) a step read slow enough about one run in eight
 #
 # tests/support/xdist_groups.py says which test is which. The `wallclock` report is printed after phase 1's (two
 # progress lines interleaved would say nothing). Exits non-zero when any part fails; Ctrl-C stops them all.
 #
-# usage: scripts/test-phases.sh PYTEST WORKERS WALLCLOCK_WORKERS SERIAL_WORKERS [pytest args...]
+# usage: scripts/test-phases.sh PYTEST WORKERS WALLCLOCK_WORKERS SERIAL_WORKERS SWEEP_WORKERS [pytest args...]
 set -u
-pytest=$1 workers=$2 wallclock=$3 serial=$4
-shift 4
+pytest=$1 workers=$2 wallclock=$3 serial=$4 sweep=$5
+shift 5
 if command -v chrt >/dev/null 2>&1 && chrt --idle 0 true 2>/dev/null; then
   idle=(chrt --idle 0)
 else  # no chrt (or SCHED_IDLE refused): the lowest niceness is the nearest thing
@@ -44,8 +46,9 @@ trap stop INT TERM
 
 "$pytest" -q -n "$wallclock" --dist loadgroup -m wallclock "$@" >"$log" 2>&1 &
 beside=$!
-echo "== phase 1 (-m \"not serial and not wallclock and not alone\", $workers workers, ${idle[*]}), the wallclock scenarios beside it"
-"${idle[@]}" "$pytest" -q -n "$workers" --dist loadgroup -m "not serial and not wallclock and not alone" "$@"
+phase1="not serial and not wallclock and not alone and not sweep"
+echo "== phase 1 (-m \"$phase1\", $workers workers, ${idle[*]}), the wallclock scenarios beside it"
+"${idle[@]}" "$pytest" -q -n "$workers" --dist loadgroup -m "$phase1" "$@"
 rc1=$?
 wait "$beside"
 rcw=$?
@@ -62,6 +65,10 @@ echo
 echo "== phase 2 (-m serial, $serial workers, alone)"
 "$pytest" -q -n "$serial" --dist loadgroup -m serial "$@"
 rc2=$?
+echo
+echo "== the sweeps (-m sweep, $sweep workers, by themselves)"
+"$pytest" -q -n "$sweep" --dist loadgroup -m sweep "$@"
+rcs=$?
 if [ -n "$(find "$PITCREW_FREEZE_DIR" -name '*.txt' -size +0 2>/dev/null)" ]; then
   echo
   echo "== a test process ran no Python for 20 s (frozen, or starved of CPU): the stacks faulthandler wrote"
@@ -70,5 +77,6 @@ fi
 rm -rf "$PITCREW_FREEZE_DIR"
 verdict() { [ "$1" -eq 0 ] && echo passed || echo "FAILED (exit $1)"; }
 echo
-echo "phase 1: $(verdict $rc1); wallclock: $(verdict $rcw); alone: $(verdict $rca); phase 2: $(verdict $rc2)"
-[ "$rc1" -eq 0 ] && [ "$rcw" -eq 0 ] && [ "$rca" -eq 0 ] && [ "$rc2" -eq 0 ]
+echo "phase 1: $(verdict $rc1); wallclock: $(verdict $rcw); alone: $(verdict $rca); phase 2: $(verdict $rc2);" \
+  "sweeps: $(verdict $rcs)"
+[ "$rc1" -eq 0 ] && [ "$rcw" -eq 0 ] && [ "$rca" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rcs" -eq 0 ]

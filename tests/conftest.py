@@ -18,6 +18,7 @@ from support.xdist_groups import (
     collection_rank,
     is_alone,
     is_serial,
+    is_sweep,
     is_wallclock,
     phase_files,
     serial_nice,
@@ -132,8 +133,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """The niceness of a `serial` test and of a tune beside phase 1 (`support.xdist_groups.serial_nice`), set before
-    the test's fixtures start anything."""
+    """The niceness of a `serial` test and of a tune or the overlap scenario beside phase 1
+    (`support.xdist_groups.serial_nice`), set before the test's fixtures start anything."""
     want = serial_nice(item.nodeid)
     if want is None or os.getpriority(os.PRIO_PROCESS, 0) == want:
         return
@@ -144,9 +145,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """`-m serial`, `-m wallclock` or `-m alone` (scripts/test-phases.sh) imports only the test files that hold such
-    tests: collecting all of them took each of its processes ~3 CPU-s (~8 s of its wall time on 2 cores) to deselect
-    95 %."""
+    """`-m serial`, `-m wallclock`, `-m alone` or `-m sweep` (scripts/test-phases.sh) imports only the test files
+    that hold such tests: collecting all of them took each of its processes ~3 CPU-s (~8 s of its wall time on 2
+    cores) to deselect 95 %."""
     files = phase_files(config.getoption("markexpr"))
     if files is None or not collection_path.name.startswith("test_"):
         return None
@@ -174,8 +175,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Scenario tests (whole-bot runs: e2e, demo, reliability) are `slow`: `pytest -m "not slow"` is the quick loop;
     `make test` runs everything. The longest tests are collected first (`support.xdist_groups.LONGEST_FIRST`: xdist
-    hands tests out in this order). The marks `serial`, `wallclock` and `alone` say which phase of `make test` runs a
-    test (`support.xdist_groups`)."""
+    hands tests out in this order). The marks `serial`, `wallclock`, `alone` and `sweep` say which step of `make test`
+    runs a test (`support.xdist_groups`)."""
     items.sort(key=lambda item: collection_rank(item.nodeid))  # stable: the rest keep their order
     tests_dir = Path(__file__).resolve().parent
     for item in items:
@@ -190,3 +191,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.wallclock)
         elif is_alone(item.nodeid):
             item.add_marker(pytest.mark.alone)
+        elif is_sweep(item.nodeid):
+            item.add_marker(pytest.mark.sweep)

@@ -1,7 +1,7 @@
 """The suite's xdist groups (`support.xdist_groups.XDIST_GROUPS`): each names a test file that exists, a test of it
-is scheduled as the group's work unit, the serial phase's measurements are two work units (the paced ones and the
-rest) and its sweeps two others, the lease scenarios beside phase 1 two more, and no test relies on xdist's own
-`xdist_group` mark, which pytest 9 ignores."""
+is scheduled as the group's work unit, the serial phase's measurements are three work units (two of paced ones and
+the rest), the sweeps two others after them, the wall-clock scenarios beside phase 1 four more, the measurement that
+loads both cores runs by itself, and no test relies on xdist's own `xdist_group` mark, which pytest 9 ignores."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from support.xdist_groups import (
     PACED_UNITS,
     SWEEP_UNITS,
     SWEEPS,
-    WALL_CLOCK_NICE,
     WALLCLOCK,
     WALLCLOCK_UNITS,
     XDIST_GROUPS,
@@ -26,6 +25,7 @@ from support.xdist_groups import (
     expected_seconds,
     is_alone,
     is_serial,
+    is_sweep,
     is_wallclock,
     phase_files,
     serial_nice,
@@ -54,8 +54,8 @@ def test_no_test_uses_the_xdist_group_mark_that_pytest_9_ignores() -> None:
     assert users == [], f"use tests/conftest.py XDIST_GROUPS instead: {users}"
 
 
-def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_the_sweeps_beside_them() -> None:
-    for prefix in MEASUREMENTS + PACED + SWEEPS:
+def test_the_serial_phase_runs_its_measurements_in_three_work_units_and_the_sweeps_after_them() -> None:
+    for prefix in MEASUREMENTS + PACED:
         path = prefix.split("::")[0]
         assert (ROOT / path).exists(), path
         node = f"{prefix}{'test_x.py' if prefix.endswith('/') else ''}{'' if '::' in prefix else '::t'}"
@@ -67,11 +67,15 @@ def test_the_serial_phase_runs_its_measurements_as_two_work_units_and_the_sweeps
     sweeps = "tests/experiments/test_failure_and_sweep.py::test_sweep_"
     units = {xdist_scope(f"{sweeps}posts_summary_chart"), xdist_scope(f"{sweeps}on_a_noisy_server_x")}
     assert units == set(SWEEP_UNITS)
-    assert is_serial(f"{sweeps}posts_summary_chart_and_calls_it")
+    for prefix in SWEEPS:  # by themselves, after the measurements
+        assert is_sweep(prefix) and not is_serial(prefix) and not is_wallclock(prefix) and serial_nice(prefix) is None
+    assert is_sweep(f"{sweeps}posts_summary_chart_and_calls_it")
     assert not is_serial("tests/experiments/test_failure_and_sweep.py::test_seed_try_10_steps_fails")
+    assert not is_sweep("tests/experiments/test_failure_and_sweep.py::test_seed_try_10_steps_fails")  # phase 1
     assert not is_serial("tests/reliability/test_rel_kill.py")
     assert all(p.endswith(("/", ".py")) or "::" in p for p in MEASUREMENTS + SWEEPS + WALLCLOCK)  # no lookalike paths
-    assert phase_files("serial") == tuple(p.split("::")[0] for p in MEASUREMENTS + SWEEPS)
+    assert phase_files("serial") == MEASUREMENTS
+    assert phase_files("sweep") == tuple(p.split("::")[0] for p in SWEEPS)
     assert phase_files("not serial") is None
 
 
@@ -94,15 +98,15 @@ def test_the_makefile_gives_each_named_work_unit_of_a_phase_a_worker() -> None:
     makefile = (ROOT / "Makefile").read_text()
     counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+_WORKERS) \?= (\d+)$", makefile, re.M)}
     assert counts["WALLCLOCK_WORKERS"] == len(WALLCLOCK_UNITS)
-    assert counts["SERIAL_WORKERS"] == len(PACED_UNITS) + 1 + len(SWEEP_UNITS)  # + the other measurements' unit
-    assert "$(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS)" in makefile  # in test-phases.sh's order
+    assert counts["SERIAL_WORKERS"] == len(PACED_UNITS) + 1  # + the other measurements' unit
+    assert counts["SWEEP_WORKERS"] == len(SWEEP_UNITS)
+    # in test-phases.sh's order
+    assert "$(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS) $(SWEEP_WORKERS)" in makefile
 
 
-def test_beside_the_measurements_the_sweeps_run_at_a_lower_priority() -> None:
-    assert WALL_CLOCK_NICE > 0
+def test_the_measurements_run_at_normal_priority_and_the_long_wallclock_units_below_the_lease_scenarios() -> None:
     assert serial_nice("tests/bench/test_bench_lag.py::test_a") == 0
     assert serial_nice("tests/bot/slack/test_slack_pacing.py::test_b") == 0
-    assert serial_nice("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary_chart") == WALL_CLOCK_NICE
     assert serial_nice("tests/reliability/test_rel_rolling.py::test_c") is None  # beside phase 1: as it is
     # the tunes and the overlap scenario beside phase 1: below the lease scenarios, above phase 1
     assert serial_nice("tests/experiments/test_tune_vllm.py::test_a") == LOW_NICE == 19

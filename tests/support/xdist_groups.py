@@ -13,7 +13,7 @@ from __future__ import annotations
 # one server: the two versions' starts ran one after the other on one worker, 3-5 minutes, the tail of phase 1).
 XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 
-# Two kinds of tests do not run among phase 1's (scripts/test-phases.sh runs them, `make test` runs that):
+# Four kinds of tests do not run among phase 1's (scripts/test-phases.sh runs them, `make test` runs that):
 #
 # `wallclock` — tests on real time that mostly wait: whole-bot scenarios with lease TTLs of 2-3 s against heartbeats,
 #   the unit sampled every 200 ms, a server that never answers; Slack's 429 bursts and their Retry-After waits.
@@ -33,9 +33,12 @@ XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 #       longest unit while it was one): two units of ~27 s (PACED_UNITS, the times of session 9 in the comments);
 #     - the rest ("measurements"): the benchmark child's CPU, the simulated server's rates at C=64 (the one that
 #       loads both cores itself is `alone`, below);
-#   - the sweeps (SWEEP_UNITS, a worker each): their verdicts ride on differences of a few % between measured steps,
-#     and at phase 1's load a step read slow enough to move the plateau call (found without reruns, session 7). Beside
-#     the measurements they run at WALL_CLOCK_NICE.
+#
+# `sweep` — the two sweeps (SWEEP_UNITS, a worker each), by themselves after the serial phase: their plateau call rides
+#   on ~2.4 % between two measured steps (the sim's steps 4 and 5: 277 and 282 tok/s, with no repeats a band of
+#   ±4.2 %), so a step that reads ~2.4 % slow lets 5 win. At phase 1's load a step read that slow (session 7), beside
+#   phase 1 under SCHED_IDLE one run in two (session 9), and beside the serial phase's measurements at nice 10 about
+#   one run in eight (sessions 13 and 14: a 35 ms stall of a 1.4 s step is enough). ~40 s of wall time on their own.
 PACED_UNITS = {
     "measurements-paced-1": ("tests/bench/test_bench_window.py",  # 22 s
                              "tests/bench/test_bench_failures.py",  # 3 s
@@ -84,10 +87,6 @@ WALLCLOCK = tuple(prefix for prefixes in WALLCLOCK_UNITS.values() for prefix in 
 # every named work unit, each with the prefixes of the node ids it takes (a file path is a prefix of its tests' ids)
 UNITS = {**PACED_UNITS, **SWEEP_UNITS, **WALLCLOCK_UNITS}
 MEASUREMENT_GROUP = "measurements"
-# Beside the measurements, the sweeps (and every process they start: hosts, servers, bots) run at this niceness, so
-# that a measurement waking up is not kept waiting behind them: a 1 ms ticker read 5-22 ms stalls for a 2.3 ms one
-# while whole-bot scenarios shared the cores with it (session 8, once in five runs).
-WALL_CLOCK_NICE = 10
 
 
 # Phase 1 hands its tests out in collection order, one at a time as workers free up (a list scheduler). In path order
@@ -146,7 +145,12 @@ def expected_seconds(nodeid: str) -> int:
 
 def is_serial(nodeid: str) -> bool:
     """Whether the test `nodeid` (its path relative to the repository, `::`, its name) is `serial`: alone, after."""
-    return nodeid.startswith(MEASUREMENTS + SWEEPS)
+    return nodeid.startswith(MEASUREMENTS)
+
+
+def is_sweep(nodeid: str) -> bool:
+    """Whether the test `nodeid` is a `sweep`: by themselves, after the serial phase (`SWEEPS`)."""
+    return nodeid.startswith(SWEEPS)
 
 
 def is_alone(nodeid: str) -> bool:
@@ -160,19 +164,17 @@ def is_wallclock(nodeid: str) -> bool:
 
 
 def serial_nice(nodeid: str) -> int | None:
-    """The niceness the test `nodeid` runs at: 0 for a measurement, WALL_CLOCK_NICE for a sweep beside them, LOW_NICE
-    for a tune or the overlap scenario beside phase 1 (`WALLCLOCK_LOW`), None (as it is) for any other test."""
+    """The niceness the test `nodeid` runs at: 0 for a measurement, LOW_NICE for a tune or the overlap scenario beside
+    phase 1 (`WALLCLOCK_LOW`), None (as it is) for any other test."""
     if nodeid.startswith(WALLCLOCK_LOW):
         return LOW_NICE
-    if not is_serial(nodeid):
-        return None
-    return 0 if nodeid.startswith(MEASUREMENTS) else WALL_CLOCK_NICE
+    return 0 if is_serial(nodeid) else None
 
 
 def phase_files(marker: str) -> tuple[str, ...] | None:
-    """The test files (and folders) that hold the tests of `-m serial`, `-m wallclock` or `-m alone` (every other file
-    has none), or None for another marker expression."""
-    prefixes = {"serial": MEASUREMENTS + SWEEPS, "wallclock": WALLCLOCK, "alone": ALONE}.get(marker)
+    """The test files (and folders) that hold the tests of `-m serial`, `-m wallclock`, `-m alone` or `-m sweep` (every
+    other file has none), or None for another marker expression."""
+    prefixes = {"serial": MEASUREMENTS, "wallclock": WALLCLOCK, "alone": ALONE, "sweep": SWEEPS}.get(marker)
     return None if prefixes is None else tuple(prefix.split("::", 1)[0] for prefix in prefixes)
 
 
