@@ -17,9 +17,15 @@ from services.units import service_environment, service_user
 
 DISK_FAIL_MIB = 1024
 DISK_WARN_MIB = 5 * 1024
+# Each probe's own limit on the host (they run side by side, then `ps` on the pids they named), and the whole exec's.
+# A probe that runs out is not evidence: its check is a warning, never a refusal. At 1.5 s a busy host's probes ran
+# out often enough to miss a stranger's GPU memory (the sim's nvidia-smi at idle priority in phase 1, session 14);
+# nvidia-smi alone can take a second or two on a real host without persistence mode.
+PROBE_TIMEOUT_S = 3.0
+HOST_CHECKS_TIMEOUT_S = 10.0
 
 _HOST_PARTS = (
-    'u="$1"; t="${2:-1.5}"; usr="$3"; d=$(mktemp -d 2>/dev/null || echo /tmp/pitcrew-pf-$$); mkdir -p "$d"',
+    'u="$1"; t="${2:-3}"; usr="$3"; d=$(mktemp -d 2>/dev/null || echo /tmp/pitcrew-pf-$$); mkdir -p "$d"',
     '(timeout "$t" systemctl show "$u" -p MainPID,ControlGroup,ActiveState > "$d/show" 2>/dev/null) &',
     '(timeout "$t" nvidia-smi --query-compute-apps=pid,process_name,used_memory'
     ' --format=csv,noheader,nounits > "$d/apps" 2>/dev/null) &',
@@ -64,7 +70,7 @@ def _visible_gpus(env: dict[str, str]) -> list[str] | None:
 
 
 async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str], *,
-                     timeout_s: float = 4.0) -> list[Check]:
+                     timeout_s: float = HOST_CHECKS_TIMEOUT_S) -> list[Check]:
     """One SSH exec: paths, port, disk, GPUs and memory not owned by the unit."""
     engine = engine_for(argv)
     model = engine.model_of(argv)
@@ -72,7 +78,8 @@ async def check_host(host: Host, unit: str, unit_text: str, argv: Sequence[str],
     user = service_user(unit_text) or ""
     log_dir = "/var/log"
     local = [p for p in (model, tokenizer) if p and _is_local(p)]
-    script_args = [unit, "1.5", user, local[0] if local else "", local[1] if len(local) > 1 else "", log_dir]
+    script_args = [unit, f"{PROBE_TIMEOUT_S:g}", user, local[0] if local else "", local[1] if len(local) > 1 else "",
+                   log_dir]
     try:
         res = await host.run(["bash", "-c", _HOST_SCRIPT, "pitcrew-preflight", *script_args], timeout=timeout_s)
     except (HostError, PitcrewError, OSError) as e:

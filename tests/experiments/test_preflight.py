@@ -113,6 +113,19 @@ async def test_gpu_memory_held_by_a_stranger_refuses_the_start(make_bot) -> None
     assert bot.unit_text() == before_text
 
 
+async def test_a_slow_gpu_probe_is_still_evidence(make_bot) -> None:
+    """nvidia-smi taking 2 s (a busy host; a real one without persistence mode) still answers within the probe's
+    limit: the stranger's memory refuses the start (at 1.5 s per probe the check went unseen and the try queued)."""
+    bot = await make_bot("stale-gpu", confirm=("try",))
+    tool = bot.sim.root / "bin" / "nvidia-smi"
+    tool.rename(tool.with_name("nvidia-smi-real"))
+    tool.write_text(f'#!/bin/sh\nsleep 2\nexec "{tool.with_name("nvidia-smi-real")}" "$@"\n')
+    tool.chmod(0o755)
+    reply = await bot.say("try 4 steps")
+    assert reply.text.startswith("Refused"), reply.text
+    assert re.search(r"✗ GPU \d: [\d,]+ MiB held by processes that are not the unit's", reply.text), reply.text
+
+
 async def test_a_holder_seen_while_another_job_is_open_is_checked_again_when_the_try_starts(make_bot) -> None:
     """What runs on the host now (port and GPU holders) changes when the job ahead restarts the unit: with another
     job open on the host, those failures become warnings on the preview and the try is queued, not refused."""
