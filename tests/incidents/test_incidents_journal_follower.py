@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from incidents_kit import UNIT, JournalHost, spawn_ssh_server, spec_for, start_journal_host, stop_journal_host
+from support.stacks import finish_within
 from support.truth_launch import child_env
 
 from services.errors import DatabaseUnavailable
@@ -117,7 +118,7 @@ async def test_restart_resumes_from_stored_cursor_and_handler_db_outage_redelive
     write(journal_host, 0, 50)
     await until(lambda: len(seen) == base + 50, 10, "50 entries")
     first.stop()
-    await asyncio.wait_for(task, 10)
+    await finish_within(task, 10, "the first follower's run after stop()")
     write(journal_host, 50, 30)  # written while no bot follows
 
     fail_once = {"armed": True}
@@ -137,7 +138,7 @@ async def test_restart_resumes_from_stored_cursor_and_handler_db_outage_redelive
     write(journal_host, 80, 20)
     await until(lambda: len(seen2) == 50, 10, "20 more")
     second.stop()
-    await asyncio.wait_for(task2, 10)
+    await finish_within(task2, 10, "the second follower's run after stop()")
     assert seen + seen2 == list(range(seen[0], seen[0] + base + 100))
     row = await stored(sqlite_db, "sim-1")
     assert row is not None and cursor_seqnum(row.cursor) == seen2[-1] and row.entries == base + 100
