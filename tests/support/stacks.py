@@ -22,7 +22,11 @@ def task_stack(task: asyncio.Task[Any]) -> str:
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None) or getattr(coro, "ag_frame", None)
         if frame is not None:
             lines.append(f"  {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
-        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None) or getattr(coro, "ag_await", None)
+        nxt = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None) or getattr(coro, "ag_await", None)
+        if nxt is not None and type(nxt).__name__ == "async_generator_asend" and frame is not None:
+            # an `asynccontextmanager`'s __aenter__/__aexit__ awaits its generator through an opaque asend object
+            nxt = getattr(frame.f_locals.get("self"), "gen", None)
+        coro = nxt
     return "\n".join(lines) or "  (no frame: done or not started)"
 
 
@@ -46,7 +50,11 @@ async def finish_within(task: asyncio.Task[Any], timeout: float, what: str) -> A
         return await asyncio.wait_for(asyncio.shield(task), timeout)
     except TimeoutError:
         where = task_stack(task)
+        me = asyncio.current_task()
+        others = "\n".join(f"-- {t.get_name()}\n{task_stack(t)}" for t in asyncio.all_tasks()
+                           if t is not task and t is not me)
         threads = thread_stacks()
         task.cancel()
         raise AssertionError(f"{what} did not end within {timeout} s. The task awaits in:\n{where}\n"
+                             f"The other tasks (a task awaited through `shield` runs as one of them):\n{others}\n"
                              f"The threads:\n{threads}") from None
