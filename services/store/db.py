@@ -19,6 +19,7 @@ import asyncio
 import fcntl
 import hashlib
 import importlib.util
+import logging
 import os
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
@@ -33,6 +34,8 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from services.errors import Conflict, DatabaseUnavailable
+
+log = logging.getLogger("pitcrew.store")
 
 
 def migrations_dir() -> Path:
@@ -61,6 +64,7 @@ class Database:
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine.sync_engine.pool, "invalidate", _sqlite_rollback_before_close)
         self._sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self._lock_fd: int | None = None
         self._writer = asyncio.Lock()  # SQLite: one write transaction of this process at a time
@@ -195,6 +199,20 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA busy_timeout=30000")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
+
+
+def _sqlite_rollback_before_close(dbapi_conn: Any, _record: Any, _exc: BaseException | None) -> None:
+    """Pool event `invalidate`, before the connection is closed: roll its transaction back first. SQLAlchemy
+    invalidates a connection whose statement an exit exception cut (a task cancelled mid-statement); sqlite3's close
+    then leaves the connection a zombie while any statement of it is alive — the aiosqlite adapter's cursor sits in a
+    reference cycle until the garbage collector runs — and a zombie keeps its write lock: every other write of the
+    process waited in SQLite's busy handler until a collection (a journal follower's final flush, past 10 s). The
+    rollback runs after the cut statement in the connection's thread; a failure here changes nothing (the close
+    follows either way)."""
+    try:
+        dbapi_conn.rollback()
+    except Exception as e:  # e.g. called outside an awaitable context: the close is all there is
+        log.debug("rollback before closing an invalidated SQLite connection failed: %s", e)
 
 
 def _is_connection_error(e: Exception) -> bool:
