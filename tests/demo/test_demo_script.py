@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ def test_demo_script_shows_results_alert_rollback_and_resolution(tmp_path: Path,
     script.write_text("status\ntry 4 steps\ntry 10 steps\n")
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("PITCREW_CONFIG", None)
+    kept = tmp_path / "kept"  # the demo's database, read when its end is not what the story says
     proc = subprocess.run([sys.executable, "-m", "bot", "demo", "--script", str(script), "--time-scale", "0.02",
-                           "--systemd", systemd],
+                           "--systemd", systemd, "--keep", str(kept)],
                           capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL,
                           cwd=tmp_path)
     out = proc.stdout
@@ -34,6 +36,27 @@ def test_demo_script_shows_results_alert_rollback_and_resolution(tmp_path: Path,
     assert "kv_cache_oom" in out[alert:alert + 300]
     assert out.count("Restart loop on") >= 1
     assert "rolled back to revision" in out[alert:]
-    assert "Resolved" in out[alert:] and "fixed by automatic rollback" in out
+    assert "Resolved" in out[alert:] and "fixed by automatic rollback" in out, (out[alert:], _state(kept))
     assert "demo finished." in out
     assert ("systemd 252 (real" in out) == (systemd == "real")
+
+
+def _state(kept: Path) -> str:
+    """What the demo's database held at its end: the incidents, their events, the jobs and the outbox."""
+    db = kept / "pitcrew.db"
+    if not db.exists():
+        return f"no database in {kept}"
+    with sqlite3.connect(db) as conn:
+        parts = []
+        for what, sql in (("incidents", "SELECT id, state, restarts, opened_at, last_event_at, resolved_at, resolution "
+                                        "FROM incidents"),
+                          ("incident events", "SELECT incident_id, at, kind FROM incident_events"),
+                          ("jobs", "SELECT id, kind, state, created_at, finished_at FROM jobs"),
+                          ("outbox", "SELECT id, key, version, state, attempts, last_error, created_at, sent_at "
+                                     "FROM outbox")):
+            try:
+                rows = conn.execute(sql).fetchall()
+            except sqlite3.Error as e:
+                rows = [f"({e})"]
+            parts.append(f"{what}:\n" + "\n".join(map(str, rows)))
+    return "\n".join(parts)
