@@ -5,6 +5,7 @@ and `pitcrew diagnose`.
 The names below are the package's public API: other packages import only these."""
 
 from services.diagnosis.gather import (
+    MAIN_PID_AFTER_PROBES,
     config_hash,
     exited_pids,
     gather_side_evidence,
@@ -18,6 +19,7 @@ from services.diagnosis.verdict import CAUSES, Diagnosis, LoopStatus, detect_res
 
 __all__ = [
     "CAUSES",
+    "MAIN_PID_AFTER_PROBES",
     "Action",
     "Diagnosis",
     "GpuApp",

@@ -33,6 +33,11 @@ MARK = "@@pitcrew-section "
 SHOW_PROPERTIES = ("NRestarts,ActiveState,SubState,Result,MainPID,ExecMainStatus,ExecMainCode,"
                    "InvocationID,ControlGroup,TimeoutStopUSec")
 
+# The unit's main pid read again once the probes are done: a holder of GPU memory that the unit started while they
+# ran (its next start, right after a failure) is the unit's own, though `systemctl show`, read beside `nvidia-smi`,
+# named the pid before it (a vLLM transcript of session 14 called its own next start a stale holder).
+MAIN_PID_AFTER_PROBES = "after=$(timeout \"$t\" systemctl show \"$u\" -p MainPID 2>/dev/null | sed -n 's/^MainPID=//p')"
+
 # One line (argv elements may not carry newlines). $1 = unit, $2 = per-probe timeout in seconds.
 _PARTS = (
     'u="$1"; t="${2:-3}"; d=$(mktemp -d 2>/dev/null || echo /tmp/pitcrew-ev-$$); mkdir -p "$d"',
@@ -46,10 +51,12 @@ _PARTS = (
     '(timeout "$t" df -P /dev/shm > "$d/df" 2>/dev/null) &',
     '(timeout "$t" systemctl cat "$u" > "$d/unit" 2>/dev/null) &',
     "wait",
+    MAIN_PID_AFTER_PROBES,
     "main=$(sed -n 's/^MainPID=//p' \"$d/show\" 2>/dev/null)",
-    "pids=$( { echo \"$main\"; cut -d, -f1 \"$d/apps\" 2>/dev/null; } | tr -dc '0-9\\n' | grep -v '^0*$'"
-    " | sort -un | head -n 20 | paste -sd, -)",
+    "pids=$( { echo \"$main\"; echo \"$after\"; cut -d, -f1 \"$d/apps\" 2>/dev/null; } | tr -dc '0-9\\n'"
+    " | grep -v '^0*$' | sort -un | head -n 20 | paste -sd, -)",
     f'for s in show apps gpu kernel ss df unit; do echo "{MARK}$s"; cat "$d/$s" 2>/dev/null; done',
+    f'echo "{MARK}mainafter"; echo "$after"',
     f'echo "{MARK}ps"',
     'if [ -n "$pids" ]; then timeout "$t" ps -o pid=,ppid=,user:32=,lstart=,args= -p "$pids" 2>/dev/null; fi',
     f'echo "{MARK}cgroup"',
@@ -157,14 +164,20 @@ def parse_evidence(text: str) -> dict[str, Any]:
         out["unit_file"] = unit + "\n"
     if procs := parse_ps(sec.get("ps", ""), parse_cgroups(sec.get("cgroup", ""))):
         out["process_info"] = procs
+    if (after := sec.get("mainafter", "").strip()).isdigit() and int(after) > 0:
+        out["main_pid_after"] = int(after)
     return out
 
 
 def unit_own_pids(evidence: dict[str, Any]) -> set[int]:
-    """The unit's current main pid, its descendants among the probed pids, and pids in its cgroup."""
+    """The unit's main pid (as read beside the probes, and again after them: `main_pid_after`), its descendants
+    among the probed pids, and pids in its cgroup."""
     show = evidence.get("systemctl_show") or {}
     main = str(show.get("MainPID", "0"))
     own = {int(main)} if main.isdigit() and main != "0" else set()
+    after = evidence.get("main_pid_after")
+    if isinstance(after, int) and after > 0:
+        own.add(after)
     cgroup = str(show.get("ControlGroup") or "")
     procs = [p for p in evidence.get("process_info") or [] if isinstance(p, dict)]
     for p in procs:

@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from services.diagnosis import exited_pids, parse_evidence, split_sections, unit_own_pids
+from services.diagnosis import (
+    MAIN_PID_AFTER_PROBES,
+    exited_pids,
+    parse_evidence,
+    split_sections,
+    unit_own_pids,
+)
 from services.engines import Engine, engine_for, first_flag
 from services.errors import HostError, PitcrewError
 from services.experiments.preflight import FAIL, MARK, OK, WARN, Check
@@ -36,11 +42,14 @@ _HOST_PARTS = (
     '(timeout "$t" ss -ltnp > "$d/ss" 2>/dev/null) &',
     '(timeout "$t" df -Pk "$6" > "$d/disk" 2>/dev/null) &',
     "wait",
+    MAIN_PID_AFTER_PROBES,
     "main=$(sed -n 's/^MainPID=//p' \"$d/show\" 2>/dev/null)",
-    "pids=$( { echo \"$main\"; cut -d, -f1 \"$d/apps\" 2>/dev/null; cut -d, -f2 \"$d/gpuapps\" 2>/dev/null;"
+    "pids=$( { echo \"$main\"; echo \"$after\"; cut -d, -f1 \"$d/apps\" 2>/dev/null;"
+    " cut -d, -f2 \"$d/gpuapps\" 2>/dev/null;"
     " grep -o 'pid=[0-9]*' \"$d/ss\" | cut -d= -f2; }"
     " | tr -dc '0-9\\n' | grep -v '^0*$' | sort -un | head -n 40 | paste -sd, -)",
     f'for s in show apps gpuapps gpus ss disk; do echo "{MARK}$s"; cat "$d/$s" 2>/dev/null; done',
+    f'echo "{MARK}mainafter"; echo "$after"',
     f'echo "{MARK}ps"',
     'if [ -n "$pids" ]; then timeout "$t" ps -o pid=,ppid=,user:32=,lstart=,args= -p "$pids" 2>/dev/null; fi',
     f'echo "{MARK}cgroup"',

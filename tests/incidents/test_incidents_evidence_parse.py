@@ -63,3 +63,25 @@ def test_missing_sections_are_left_out_and_config_hash_ignores_comments() -> Non
     assert config_hash(None) == ""
     assert config_hash("# a\n[Service]\nExecStart=x\n") == config_hash("# b\n[Service]\nExecStart=x\n")
     assert config_hash("[Service]\nExecStart=x\n") != config_hash("[Service]\nExecStart=y\n")
+
+
+def test_a_holder_the_unit_started_while_the_probes_ran_is_its_own() -> None:
+    """`systemctl show` runs beside `nvidia-smi`: right after a failure it can name no main pid (or the old one) while
+    `nvidia-smi` already sees the next start's processes. The main pid read once the probes are done makes them the
+    unit's own, with their children; a stranger stays a holder (session 14: a vLLM unit's next start was called a
+    stale holder of the memory its failed start had asked for)."""
+    raced = "\n".join([
+        f"{MARK}show", "MainPID=0", "ActiveState=activating", "SubState=auto-restart",
+        f"{MARK}apps", "2300, python3, 40000", "2301, VLLM::EngineCore, 80000", "777, python3, 90000",
+        f"{MARK}ps",
+        "   2300       1 vllm       Sun Dec  6 03:39:11 2026 python3 -m vllm.entrypoints.openai.api_server",
+        "   2301    2300 vllm       Sun Dec  6 03:39:12 2026 VLLM::EngineCore",
+        "    777       1 alice      Sun Dec  6 01:02:03 2026 python3 train.py",
+        f"{MARK}mainafter", "2300",
+    ])
+    ev = parse_evidence(raced)
+    assert ev["main_pid_after"] == 2300
+    assert unit_own_pids(ev) == {2300, 2301}
+    assert [a["pid"] for a in without_own_gpu_apps(ev)["nvidia_smi_apps"]] == [777]
+    before = parse_evidence(raced.replace(f"{MARK}mainafter\n2300", f"{MARK}mainafter\n0"))
+    assert "main_pid_after" not in before and unit_own_pids(before) == set()  # what the race read before
