@@ -15,7 +15,7 @@ import pytest
 from support import freeze_watch
 from support.reports import plain_on_ast_error
 from support.xdist_groups import (
-    collection_rank,
+    expected_seconds,
     is_alone,
     is_serial,
     is_sweep,
@@ -177,7 +177,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     `make test` runs everything. The longest tests are collected first (`support.xdist_groups.LONGEST_FIRST`: xdist
     hands tests out in this order). The marks `serial`, `wallclock`, `alone` and `sweep` say which step of `make test`
     runs a test (`support.xdist_groups`)."""
-    items.sort(key=lambda item: collection_rank(item.nodeid))  # stable: the rest keep their order
+    items.sort(key=lambda item: -expected_seconds(item.nodeid))  # stable: the rest keep their order
     tests_dir = Path(__file__).resolve().parent
     for item in items:
         parts = Path(str(item.fspath)).resolve().relative_to(tests_dir).parts

@@ -21,7 +21,6 @@ from support.xdist_groups import (
     WALLCLOCK,
     WALLCLOCK_UNITS,
     XDIST_GROUPS,
-    collection_rank,
     expected_seconds,
     is_alone,
     is_serial,
@@ -137,4 +136,5 @@ def test_the_measurement_that_loads_both_cores_runs_by_itself() -> None:
     assert not is_alone("tests/bench/test_bench_window.py::test_a[N1]")
     ids = ["tests/bench/test_bench_cli.py::test_a", "tests/simhost/test_simhost_seed.py::c",
            "tests/experiments/test_tune_llamacpp_real.py::test_d"]
-    assert sorted(ids, key=collection_rank) == [ids[2], ids[0], ids[1]]  # phase 1's longest first, the rest in order
+    by_rank = sorted(ids, key=lambda i: -expected_seconds(i))
+    assert by_rank == [ids[2], ids[0], ids[1]]  # phase 1's longest first, the rest in order

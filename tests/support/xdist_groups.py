@@ -132,12 +132,6 @@ LONGEST_FIRST = {
 ALONE = ("tests/bot/slack/test_slack_load.py",)
 
 
-def collection_rank(nodeid: str) -> int:
-    """The test `nodeid`'s place in the collection (a sort key; ties keep their order): phase 1's longest first
-    (`LONGEST_FIRST`), then the rest."""
-    return -expected_seconds(nodeid)
-
-
 def expected_seconds(nodeid: str) -> int:
     """How long the test `nodeid`'s file's longest test takes in phase 1 (`LONGEST_FIRST`), 0 when short."""
     return LONGEST_FIRST.get(nodeid.split("::", 1)[0], 0)
