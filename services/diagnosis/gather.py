@@ -36,7 +36,10 @@ SHOW_PROPERTIES = ("NRestarts,ActiveState,SubState,Result,MainPID,ExecMainStatus
 # The unit's main pid read again once the probes are done: a holder of GPU memory that the unit started while they
 # ran (its next start, right after a failure) is the unit's own, though `systemctl show`, read beside `nvidia-smi`,
 # named the pid before it (a vLLM transcript of session 14 called its own next start a stale holder).
-MAIN_PID_AFTER_PROBES = "after=$(timeout \"$t\" systemctl show \"$u\" -p MainPID 2>/dev/null | sed -n 's/^MainPID=//p')"
+# Sets `$after` and prints it as the section `mainafter` (a section's place in the output does not matter).
+MAIN_PID_AFTER_PROBES = ("after=$(timeout \"$t\" systemctl show \"$u\" -p MainPID 2>/dev/null"
+                         " | sed -n 's/^MainPID=//p'); "
+                         f'echo "{MARK}mainafter"; echo "$after"')
 
 # One line (argv elements may not carry newlines). $1 = unit, $2 = per-probe timeout in seconds.
 _PARTS = (
@@ -56,7 +59,6 @@ _PARTS = (
     "pids=$( { echo \"$main\"; echo \"$after\"; cut -d, -f1 \"$d/apps\" 2>/dev/null; } | tr -dc '0-9\\n'"
     " | grep -v '^0*$' | sort -un | head -n 20 | paste -sd, -)",
     f'for s in show apps gpu kernel ss df unit; do echo "{MARK}$s"; cat "$d/$s" 2>/dev/null; done',
-    f'echo "{MARK}mainafter"; echo "$after"',
     f'echo "{MARK}ps"',
     'if [ -n "$pids" ]; then timeout "$t" ps -o pid=,ppid=,user:32=,lstart=,args= -p "$pids" 2>/dev/null; fi',
     f'echo "{MARK}cgroup"',

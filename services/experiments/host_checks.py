@@ -49,7 +49,6 @@ _HOST_PARTS = (
     " grep -o 'pid=[0-9]*' \"$d/ss\" | cut -d= -f2; }"
     " | tr -dc '0-9\\n' | grep -v '^0*$' | sort -un | head -n 40 | paste -sd, -)",
     f'for s in show apps gpuapps gpus ss disk; do echo "{MARK}$s"; cat "$d/$s" 2>/dev/null; done',
-    f'echo "{MARK}mainafter"; echo "$after"',
     f'echo "{MARK}ps"',
     'if [ -n "$pids" ]; then timeout "$t" ps -o pid=,ppid=,user:32=,lstart=,args= -p "$pids" 2>/dev/null; fi',
     f'echo "{MARK}cgroup"',
