@@ -19,7 +19,8 @@ follower waits while a loop is declared: `with_unread`), the audit actions of th
 `services.diagnosis.verdict.diagnose` names the cause, and `IncidentStore.record_failure` opens or updates
 ONE incident per (host, unit, cause, config hash); events are published on the bus. Later failures
 update it (`IncidentUpdated`). `run()` ticks: expired mutes are cleared, and an incident whose unit
-has run `stable_window_s` without a failure and is active again is resolved with what fixed it.
+has run `stable_window_s` without a failure and is active again is resolved with what fixed it — not while
+pitcrew has a job on its host (`host_busy`), nor when a failure was counted while its state was read.
 With policy ``auto_rollback`` and a loop that began within `auto_rollback_within_s` of pitcrew's own
 deploy, `AutoRollbackRequested` is published once (the experiment service performs the rollback).
 """
@@ -93,6 +94,12 @@ class IncidentMonitor:
         self._tracks: dict[tuple[str, str], Track] = {}
         self._notices: dict[str, list[Notice]] = {}
         self._resolving: set[int] = set()
+        # whether pitcrew has a job queued or running on a host (set by the composition root, which builds the job
+        # runner after this): an incident of such a host is not resolved until the job is done. Under the job the
+        # unit's state is the job's doing (a unit between two crashes of its loop is `active` too), and what fixed it
+        # is the job's to say: an automatic rollback still queued behind a slow host, its loop's restarts further
+        # apart than the stable window, was once resolved as "recovered without a recorded change".
+        self.host_busy: Callable[[str], Awaitable[bool]] | None = None
         bus.subscribe(JournalGap, self.on_gap)
 
     # -- feeding ----------------------------------------------------------------------------------
@@ -284,6 +291,8 @@ class IncidentMonitor:
                 continue
             if info.id in self._resolving:
                 continue
+            if self.host_busy is not None and await self.host_busy(info.host):
+                continue
             self._resolving.add(info.id)
             try:
                 await self._try_resolve(info)
@@ -301,7 +310,7 @@ class IncidentMonitor:
         if props.get("ActiveState") != "active":
             return
         fixed_by = await self._fixed_by(info)
-        done = await self.store.resolve(info.id, fixed_by)
+        done = await self.store.resolve(info.id, fixed_by, quiet_since=info.last_event_at)
         if done is not None:
             await self.bus.publish(IncidentResolved(done, duration_s(done), fixed_by))
 

@@ -149,12 +149,17 @@ class IncidentStore:
                                      detail={"incident": row.id, **detail})
             return to_info(row)
 
-    async def resolve(self, incident_id: int, fixed_by: str) -> IncidentInfo | None:
-        """Resolve an active incident; None when it was already resolved."""
+    async def resolve(self, incident_id: int, fixed_by: str, *,
+                      quiet_since: datetime | None = None) -> IncidentInfo | None:
+        """Resolve an active incident; None when it was already resolved, or when a failure was recorded after
+        `quiet_since` (the incident's last event when its stability was judged: a restart counted in between,
+        while the unit's state was being read, means it was not stable after all)."""
         now = utcnow()
         async with self._db.session() as s:
             row = await self._row(s, incident_id)
             if row.state == RESOLVED:
+                return None
+            if quiet_since is not None and row.last_event_at > quiet_since:
                 return None
             row.state = RESOLVED
             row.resolved_at = now

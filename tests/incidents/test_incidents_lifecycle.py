@@ -3,6 +3,8 @@ restart, idempotent replays, mutes that expire and are audited, acknowledgements
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +14,7 @@ from incidents_kit import RecordingOutbox
 from handlers.incident_view import IncidentNotifier, render_alert, render_logs
 from services.errors import Conflict, NotFound, UserInputError
 from services.events import EventBus
-from services.hosts.contract import Host
+from services.hosts.contract import CommandResult, Host
 from services.incidents.monitor import IncidentMonitor
 from services.incidents.types import IncidentOpened, IncidentPolicy, IncidentUpdated
 from services.journal import JournalGap
@@ -215,3 +217,66 @@ async def test_an_old_gap_does_not_mark_a_new_loop_partial(db: Database) -> None
     await feed(m, failed_start("h1", 1) + failed_start("h2", 2))
     opened = [e for e in got if isinstance(e, IncidentOpened)]
     assert len(opened) == 1 and "Partial" not in opened[0].incident.summary
+
+
+class ActiveUnitHost:
+    """A host whose unit reads `active` (between two crashes of a loop it does too); `on_show` runs while it answers."""
+
+    def __init__(self) -> None:
+        self.on_show: Callable[[], Awaitable[None]] | None = None
+
+    async def run(self, argv: list[str], *, timeout: float | None = None, **_: Any) -> CommandResult:
+        if argv[:2] == ["systemctl", "show"]:
+            if self.on_show is not None:
+                await self.on_show()
+            return CommandResult(tuple(argv), 0, "ActiveState=active\nSubState=running\n", "", 0.0)
+        return CommandResult(tuple(argv), 127, "", "not here", 0.0)
+
+
+async def _stable_loop(db: Database, bus: EventBus) -> tuple[IncidentMonitor, ActiveUnitHost, int]:
+    host = ActiveUnitHost()
+    m = IncidentMonitor(db, bus, lambda name: host,  # type: ignore[arg-type,return-value]
+                        policy=IncidentPolicy(window_s=600, stable_window_s=0.2))
+    got = collect(bus)
+    await feed(m, failed_start("q1", 1) + failed_start("q2", 2))
+    (opened,) = [e for e in got if isinstance(e, IncidentOpened)]
+    await asyncio.sleep(0.3)  # past the stable window: the unit has run that long without a failure
+    return m, host, opened.incident.id
+
+
+async def test_an_incident_is_not_resolved_while_a_job_of_its_host_is_queued_or_running(db: Database) -> None:
+    """An automatic rollback queued behind a slow host, the loop's restarts further apart than the stable window: the
+    unit reads `active` between two crashes, but the incident waits for the job, then names what it did."""
+    bus = EventBus()
+    m, _, incident = await _stable_loop(db, bus)
+    busy = {HOST}
+
+    async def host_busy(host: str) -> bool:
+        return host in busy
+
+    m.host_busy = host_busy
+    await m.tick({HOST})
+    assert (await m.get(incident)).state == "open", "resolved while pitcrew's job was still to act on the unit"
+    busy.clear()
+    await m.tick({HOST})
+    done = await m.get(incident)
+    assert done.state == "resolved" and done.resolution == "the unit recovered without a recorded change"
+
+
+async def test_a_failure_counted_while_the_units_state_is_read_keeps_the_incident_open(db: Database) -> None:
+    """The tick judged the incident stable from its last event, then read the unit's state over SSH; a restart counted
+    meanwhile (the unit `active` again by the time it answered) means it was not stable: it stays open."""
+    bus = EventBus()
+    m, host, incident = await _stable_loop(db, bus)
+
+    async def crash_meanwhile() -> None:
+        host.on_show = None
+        await feed(m, failed_start("q3", 3))
+
+    host.on_show = crash_meanwhile
+    await m.tick({HOST})
+    info = await m.get(incident)
+    assert info.state == "open" and info.restarts == 3, (info.state, info.resolution)
+    await asyncio.sleep(0.3)
+    await m.tick({HOST})  # stable since that restart: resolved now
+    assert (await m.get(incident)).state == "resolved"
