@@ -19,7 +19,8 @@ follower waits while a loop is declared: `with_unread`), the audit actions of th
 `services.diagnosis.verdict.diagnose` names the cause, and `IncidentStore.record_failure` opens or updates
 ONE incident per (host, unit, cause, config hash); events are published on the bus. Later failures
 update it (`IncidentUpdated`). `run()` ticks: expired mutes are cleared, and an incident whose unit
-has run `stable_window_s` without a failure and is active again is resolved with what fixed it — not while
+has run `stable_window_s` without a failure and is active again is resolved with what fixed it — not while a
+failure of its unit is being handled (an automatic rollback is asked for then, and its job submitted), nor while
 pitcrew has a job on its host (`host_busy`), nor when a failure was counted while its state was read.
 With policy ``auto_rollback`` and a loop that began within `auto_rollback_within_s` of pitcrew's own
 deploy, `AutoRollbackRequested` is published once (the experiment service performs the rollback).
@@ -291,6 +292,9 @@ class IncidentMonitor:
                 continue
             if info.id in self._resolving:
                 continue
+            track = self._tracks.get((info.host, info.unit))
+            if track is not None and track.lock.locked():
+                continue  # a failure of its unit is being handled: counted, declared, its automatic rollback asked for
             if self.host_busy is not None and await self.host_busy(info.host):
                 continue
             self._resolving.add(info.id)

@@ -280,3 +280,27 @@ async def test_a_failure_counted_while_the_units_state_is_read_keeps_the_inciden
     await asyncio.sleep(0.3)
     await m.tick({HOST})  # stable since that restart: resolved now
     assert (await m.get(incident)).state == "resolved"
+
+
+async def test_a_tick_while_the_loop_is_being_declared_does_not_resolve_it(db: Database) -> None:
+    """The tick runs beside the failure's handling: the incident is in the database (open) while its opening is still
+    being told and its automatic rollback asked for (the job is submitted by that event's subscriber). A tick then,
+    its unit `active` between two crashes and the stable window short, must leave it open: under load the window
+    between the incident's row and the rollback's job was 3.8 s, and the demo's incident was resolved in it as
+    "recovered without a recorded change"."""
+    bus = EventBus()
+    host = ActiveUnitHost()
+    m = IncidentMonitor(db, bus, lambda name: host,  # type: ignore[arg-type,return-value]
+                        policy=IncidentPolicy(window_s=600, stable_window_s=0.05))
+    states: list[str] = []
+
+    async def tick_meanwhile(ev: IncidentOpened) -> None:
+        await asyncio.sleep(0.1)  # past the stable window since the incident's row was written
+        await m.tick({HOST})
+        states.append((await m.get(ev.incident.id)).state)
+
+    bus.subscribe(IncidentOpened, tick_meanwhile)
+    await feed(m, failed_start("d1", 1) + failed_start("d2", 2))
+    assert states == ["open"]
+    await m.tick({HOST})  # the failure handled, the unit still active and stable: resolved now
+    assert [i.state for i in await m.store.active(host=HOST)] == []
