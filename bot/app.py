@@ -28,7 +28,7 @@ from services.doctor import Doctor
 from services.events import EventBus
 from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, host_recovery, job_pipeline
 from services.hosts import HostPool, HostSpec
-from services.incidents import AutoRollbackRequested
+from services.incidents import AutoRollbackRequested, IncidentWatch
 from services.jobs import JobRunner
 from services.status import FleetStatus
 from services.store import SYSTEM, AuditActor, AuditLog, Database, Leases, OutboxDraft, OutboxStore, Schedules, SeenKeys
@@ -128,7 +128,7 @@ async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: st
                 jobs=jobs, experiments=experiments, results=results, revisions=revisions, router=router,
                 holder=holder, incidents=incidents)
     if watch is not None:
-        _wire_incidents(core, watch.monitor)
+        _wire_incidents(core, watch)
         core.extras["journal_status"] = watch.journal_lag
     stack.push_async_callback(notifier.aclose)  # after the jobs stop: their last states go out
     await jobs.start()
@@ -160,13 +160,13 @@ async def _start_incidents(settings: Settings, stack: AsyncExitStack, **deps: An
     return await start_incident_watch(settings, stack, **deps)
 
 
-def _wire_incidents(core: Core, monitor: Any) -> None:
+def _wire_incidents(core: Core, watch: IncidentWatch) -> None:
     """The incident monitor's ties to the jobs: an automatic rollback is a job, and an incident of a host with a job
     queued or running waits for it before it can be resolved."""
     async def host_busy(host: str) -> bool:
         return any(j.state in ("queued", "running") for j in await core.jobs.queue(host))
 
-    monitor.host_busy = host_busy
+    watch.monitor.host_busy = host_busy
 
     async def on_request(e: Any) -> None:
         if any(j.kind == "rollback" for j in await core.jobs.queue(e.host)):
