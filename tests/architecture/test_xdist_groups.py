@@ -134,7 +134,3 @@ def test_the_measurement_that_loads_both_cores_runs_by_itself() -> None:
         assert expected_seconds(node) == 0 and serial_nice(node) is None
     assert phase_files("alone") == ALONE
     assert not is_alone("tests/bench/test_bench_window.py::test_a[N1]")
-    ids = ["tests/bench/test_bench_cli.py::test_a", "tests/simhost/test_simhost_seed.py::c",
-           "tests/experiments/test_tune_llamacpp_real.py::test_d"]
-    by_rank = sorted(ids, key=lambda i: -expected_seconds(i))
-    assert by_rank == [ids[2], ids[0], ids[1]]  # phase 1's longest first, the rest in order

@@ -61,8 +61,10 @@ def no_host(name: str) -> Host:
     raise NotFound(f"no host named {name!r}")
 
 
-def monitor(db: Database, bus: EventBus, **policy: Any) -> IncidentMonitor:
-    return IncidentMonitor(db, bus, no_host, policy=IncidentPolicy(**{"window_s": 600, **policy}))
+def monitor(db: Database, bus: EventBus, *, host: object = None, **policy: Any) -> IncidentMonitor:
+    """A monitor of HOST's unit; without `host` the host cannot be reached (every lookup is NotFound)."""
+    lookup = no_host if host is None else (lambda name: host)
+    return IncidentMonitor(db, bus, lookup, policy=IncidentPolicy(**{"window_s": 600, **policy}))  # type: ignore[arg-type]
 
 
 async def feed(m: IncidentMonitor, entries: list[JournalEntry]) -> None:
@@ -235,8 +237,7 @@ class ActiveUnitHost:
 
 async def _stable_loop(db: Database, bus: EventBus) -> tuple[IncidentMonitor, ActiveUnitHost, int]:
     host = ActiveUnitHost()
-    m = IncidentMonitor(db, bus, lambda name: host,  # type: ignore[arg-type,return-value]
-                        policy=IncidentPolicy(window_s=600, stable_window_s=0.2))
+    m = monitor(db, bus, host=host, stable_window_s=0.2)
     got = collect(bus)
     await feed(m, failed_start("q1", 1) + failed_start("q2", 2))
     (opened,) = [e for e in got if isinstance(e, IncidentOpened)]
@@ -289,9 +290,7 @@ async def test_a_tick_while_the_loop_is_being_declared_does_not_resolve_it(db: D
     between the incident's row and the rollback's job was 3.8 s, and the demo's incident was resolved in it as
     "recovered without a recorded change"."""
     bus = EventBus()
-    host = ActiveUnitHost()
-    m = IncidentMonitor(db, bus, lambda name: host,  # type: ignore[arg-type,return-value]
-                        policy=IncidentPolicy(window_s=600, stable_window_s=0.05))
+    m = monitor(db, bus, host=ActiveUnitHost(), stable_window_s=0.05)
     states: list[str] = []
 
     async def tick_meanwhile(ev: IncidentOpened) -> None:
