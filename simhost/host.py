@@ -31,6 +31,7 @@ from simhost.journal import JournalWriter
 from simhost.scenarios import FAULTS, SCENARIOS, unit_text
 from simhost.supervisor import JobFailed, Supervisor
 from simhost.tools.install import install_sglang_shim, install_tools
+from simhost.tools.serve import ToolServer
 from simhost.vllm.serve import install_metadata as install_vllm_metadata
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class SimHost:
         self.supervisor: Supervisor | None = None
         self._journal: JournalWriter | None = None
         self._control: asyncio.AbstractServer | None = None
+        self._tools: ToolServer | None = None
         self._ssh: Any = None
         self._owned_dir = False
         self._sleepers: list[subprocess.Popen[bytes]] = []
@@ -167,6 +169,10 @@ class SimHost:
             self._control = await control.serve(root, self._handle)
         except OSError as exc:
             raise RuntimeError(f"another simulated host is already running in {root}") from exc
+        # `systemctl` and `nvidia-smi` run here, for a bash client each (a real-systemd host keeps the Python tools:
+        # its pids are another namespace's)
+        self._tools = await ToolServer(root).start()
+        await asyncio.to_thread(install_tools, root / "bin", None, (self._tools.port, self._tools.token))
         ssh_host, ssh_port, user, client_key, known_hosts = "127.0.0.1", 0, "pitcrew", "", ""
         if self._want_ssh:
             from simhost.ssh import start_ssh_server
@@ -291,6 +297,8 @@ class SimHost:
         if self._ssh is not None:
             with contextlib.suppress(Exception):
                 await self._ssh.close()
+        if self._tools is not None:
+            await self._tools.close()
         if self._control is not None:
             self._control.close()
             with contextlib.suppress(Exception):

@@ -9,11 +9,10 @@ GPU<bus id>: Unknown Error` (exit 15) — that wording is from public reports, n
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 from simhost import gpu
+from simhost.tools.streams import err, out, sim_dir
 
 # A process per call (the bot's GPU probes, ~900 per `make test`): no pathlib (simhost.gpu says why).
 
@@ -37,14 +36,14 @@ def bus_id(index: int) -> str:
 
 
 def main(argv: list[str]) -> int:
-    root = os.environ.get("SIMHOST_DIR", ".")
+    root = sim_dir() or "."
     shape = gpu.read_shape(root)
     count = int(str(shape["count"]))
     total = int(str(shape["memory_mib"]))
     raw_lost = shape.get("lost")
     lost = [int(str(x)) for x in raw_lost] if isinstance(raw_lost, list) else []
     if lost:
-        print(f"Unable to determine the device handle for GPU{bus_id(lost[0])}: Unknown Error")
+        print(f"Unable to determine the device handle for GPU{bus_id(lost[0])}: Unknown Error", file=out())
         return 15
     query_gpu = query_apps = None
     fmt: set[str] = set()
@@ -75,18 +74,18 @@ def main(argv: list[str]) -> int:
                 util[i] = max(util[i], h.util.get(i, 0))
     if listing:
         for i in indices:
-            print(f"GPU {i}: {shape['name']} (UUID: {uuid_of(i)})")
+            print(f"GPU {i}: {shape['name']} (UUID: {uuid_of(i)})", file=out())
         return 0
     if query_gpu is not None or query_apps is not None:
         if "csv" not in fmt:
-            print('"--format=" switch is missing. Please use --format=csv.', file=sys.stderr)
+            print('"--format=" switch is missing. Please use --format=csv.', file=err())
             return 2
         units = "nounits" not in fmt
         fields = query_gpu if query_gpu is not None else query_apps or []
         valid = GPU_FIELDS if query_gpu is not None else APP_FIELDS
         for field in fields:
             if field not in valid:
-                print(f'Field "{field}" is not a valid field to query.\n')
+                print(f'Field "{field}" is not a valid field to query.\n', file=out())
                 return 2
         rows: list[list[str]] = []
         if query_gpu is not None:
@@ -98,9 +97,9 @@ def main(argv: list[str]) -> int:
                     if i in h.mib:
                         rows.append([_app_value(f, i, h, units, shape) for f in fields])
         if "noheader" not in fmt:
-            print(", ".join(_header(f, units) for f in fields))
+            print(", ".join(_header(f, units) for f in fields), file=out())
         for row in rows:
-            print(", ".join(row))
+            print(", ".join(row), file=out())
         return 0
     print_table(shape, indices, used, util, total, holders)
     return 0
@@ -138,31 +137,31 @@ def _app_value(field: str, i: int, h: gpu.Holder, units: bool, shape: dict[str, 
 def print_table(shape: dict[str, object], indices: list[int], used: dict[int, int], util: dict[int, int],
                 total: int, holders: list[gpu.Holder]) -> None:
     line = "+-----------------------------------------------------------------------------------------+"
-    print(time.strftime("%a %b %d %H:%M:%S %Y"))
-    print(line)
-    print(f"| NVIDIA-SMI {DRIVER}              Driver Version: {DRIVER}      CUDA Version: {CUDA}     |")
-    print("|-----------------------------------------+------------------------+----------------------+")
-    print("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |")
-    print("| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |")
-    print("|                                         |                        |               MIG M. |")
-    print("|=========================================+========================+======================|")
+    print(time.strftime("%a %b %d %H:%M:%S %Y"), file=out())
+    print(line, file=out())
+    print(f"| NVIDIA-SMI {DRIVER}              Driver Version: {DRIVER}      CUDA Version: {CUDA}     |", file=out())
+    print("|-----------------------------------------+------------------------+----------------------+", file=out())
+    print("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |", file=out())
+    print("| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |", file=out())
+    print("|                                         |                        |               MIG M. |", file=out())
+    print("|=========================================+========================+======================|", file=out())
     name = str(shape["name"])[:20]
     for i in indices:
         mem = f"{used[i]}MiB / {total}MiB"
-        print(f"| {i:>3}  {name:<20}           On  | {bus_id(i)[4:]:<16} Off |                  Off |")
+        print(f"| {i:>3}  {name:<20}           On  | {bus_id(i)[4:]:<16} Off |                  Off |", file=out())
         print(f"| 30%   {34 + util[i] // 3:>2}C    P{1 if util[i] else 8:<2}        {65 + util[i] * 5:>4}W /  600W | "
-              f"{mem:>22} | {util[i]:>6}%      Default |")
-        print("|                                         |                        |                  N/A |")
-        print("+-----------------------------------------+------------------------+----------------------+")
-    print()
-    print(line)
-    print("| Processes:                                                                              |")
-    print("|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |")
-    print("|        ID   ID                                                               Usage      |")
-    print("|=========================================================================================|")
+              f"{mem:>22} | {util[i]:>6}%      Default |", file=out())
+        print("|                                         |                        |                  N/A |", file=out())
+        print("+-----------------------------------------+------------------------+----------------------+", file=out())
+    print(file=out())
+    print(line, file=out())
+    print("| Processes:                                                                              |", file=out())
+    print("|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |", file=out())
+    print("|        ID   ID                                                               Usage      |", file=out())
+    print("|=========================================================================================|", file=out())
     rows = [(i, h) for i in indices for h in holders if i in h.mib]
     if not rows:
-        print("|  No running processes found                                                             |")
+        print("|  No running processes found                                                             |", file=out())
     for i, h in rows:
-        print(f"|  {i:>3}   N/A  N/A  {h.pid:>15}      C   {h.name[:34]:<34} {h.mib[i]:>7}MiB |")
-    print(line)
+        print(f"|  {i:>3}   N/A  N/A  {h.pid:>15}      C   {h.name[:34]:<34} {h.mib[i]:>7}MiB |", file=out())
+    print(line, file=out())

@@ -8,11 +8,10 @@ as systemctl's: 0 ok, 1 job failed, 3 not active (is-active/status), 4 no such u
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 from simhost import control
+from simhost.tools.streams import err, out, sim_dir
 
 # A process per call (the bot's probes poll `systemctl show` over SSH): no pathlib, and the journal's reader only for
 # `status` (simhost.control says why).
@@ -55,10 +54,10 @@ def _parse(argv: list[str]) -> tuple[list[str], dict[str, object]]:
 
 
 def _root() -> str:
-    root = os.environ.get("SIMHOST_DIR")
+    root = sim_dir()
     if not root:
-        print("System has not been booted with systemd as init system (PID 1). Can't operate.", file=sys.stderr)
-        print("Failed to connect to bus: Host is down", file=sys.stderr)
+        print("System has not been booted with systemd as init system (PID 1). Can't operate.", file=err())
+        print("Failed to connect to bus: Host is down", file=err())
         raise SystemExit(1)
     return root
 
@@ -67,14 +66,14 @@ def _ask(root: str, payload: dict[str, object]) -> dict[str, object]:
     try:
         return control.request(root, payload)
     except (ConnectionError, OSError):
-        print("Failed to connect to bus: No such file or directory", file=sys.stderr)
+        print("Failed to connect to bus: No such file or directory", file=err())
         raise SystemExit(1) from None
 
 
 def main(argv: list[str]) -> int:
     args, opts = _parse(argv)
     if not args:
-        print(f"{USAGE}\nToo few arguments.", file=sys.stderr)
+        print(f"{USAGE}\nToo few arguments.", file=err())
         return 1
     verb, units = args[0], [_unit_name(u) for u in args[1:]]
     root = _root()
@@ -83,7 +82,7 @@ def main(argv: list[str]) -> int:
         return 0
     if verb in ("start", "stop", "restart", "reset-failed", "try-restart", "reload-or-restart"):
         if not units:
-            print("Too few arguments.", file=sys.stderr)
+            print("Too few arguments.", file=err())
             return 1
         code = 0
         for unit in units:
@@ -97,7 +96,7 @@ def main(argv: list[str]) -> int:
             props = dict(_ask(root, {"op": "show", "unit": unit}).get("props") or {})  # type: ignore[call-overload]
             state = props.get("ActiveState", "inactive")
             if not opts["quiet"]:
-                print(state)
+                print(state, file=out())
             if (verb == "is-active" and state in ("active", "reloading")) or (
                     verb == "is-failed" and state == "failed"):
                 code = 0
@@ -108,33 +107,33 @@ def main(argv: list[str]) -> int:
         return _cat(root, units)
     if verb == "status":
         return _status(root, units, opts)
-    print(f"Unknown command verb {verb}.", file=sys.stderr)
+    print(f"Unknown command verb {verb}.", file=err())
     return 1
 
 
 def _report_job(verb: str, unit: str, answer: dict[str, object]) -> int:
     if answer.get("changed"):
-        print(CHANGED.format(u=unit), file=sys.stderr)
+        print(CHANGED.format(u=unit), file=err())
     if answer.get("ok"):
         return 0
     result = answer.get("result", "")
     if result == "not-found":
-        print(f"Failed to {verb} {unit}: Unit {unit} not found.", file=sys.stderr)
+        print(f"Failed to {verb} {unit}: Unit {unit} not found.", file=err())
         return 5
     if result == "bad-setting":
         print(f"Failed to {verb} {unit}: Unit {unit} has a bad unit file setting.\n"
-              f"See system logs and 'systemctl status {unit}' for details.", file=sys.stderr)
+              f"See system logs and 'systemctl status {unit}' for details.", file=err())
         return 1
     if result == "exit-code":  # as systemd 252's systemctl printed it (tests/simhost/test_simhost_manager_contract.py)
         print(f"Job for {unit} failed because the control process exited with error code.\n"
-              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.", file=sys.stderr)
+              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.", file=err())
         return 1
     if result == "start-limit-hit":
         # as observed from systemctl in https://github.com/systemd/systemd/pull/30530
         print(f"Job for {unit} failed.\n"
-              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.", file=sys.stderr)
+              f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.", file=err())
         return 1
-    print(f"Failed to {verb} {unit}: {answer.get('error', result)}", file=sys.stderr)
+    print(f"Failed to {verb} {unit}: {answer.get('error', result)}", file=err())
     return 1
 
 
@@ -143,13 +142,13 @@ def _show(root: str, units: list[str], opts: dict[str, object]) -> int:
     for index, unit in enumerate(units or [""]):
         props: dict[str, str] = dict(_ask(root, {"op": "show", "unit": unit}).get("props") or {})  # type: ignore[call-overload]
         if index:
-            print()
+            print(file=out())
         for key, value in props.items():
             if wanted and key not in wanted:
                 continue
             if not wanted and value == "" and key.endswith("Timestamp"):
                 continue
-            print(value if opts["value"] else f"{key}={value}")
+            print(value if opts["value"] else f"{key}={value}", file=out())
     return 0
 
 
@@ -160,16 +159,16 @@ def _cat(root: str, units: list[str]) -> int:
         props: dict[str, str] = dict(answer.get("props") or {})  # type: ignore[call-overload]
         path = props.get("FragmentPath", "")
         if answer.get("changed"):
-            print(CHANGED.format(u=unit), file=sys.stderr)
+            print(CHANGED.format(u=unit), file=err())
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError:
-            print(f"No files found for {unit}.", file=sys.stderr)
+            print(f"No files found for {unit}.", file=err())
             code = 1
             continue
-        print(f"# {path}")
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        print(f"# {path}", file=out())
+        out().write(text if text.endswith("\n") else text + "\n")
     return code
 
 
@@ -197,15 +196,15 @@ def _status(root: str, units: list[str], opts: dict[str, object]) -> int:
     answer = _ask(root, {"op": "status", "unit": unit})
     props: dict[str, str] = dict(answer.get("props") or {})  # type: ignore[call-overload]
     if props.get("LoadState") == "not-found":
-        print(f"Unit {unit} could not be found.", file=sys.stderr)
+        print(f"Unit {unit} could not be found.", file=err())
         return 4
     if answer.get("changed"):
-        print(CHANGED.format(u=unit), file=sys.stderr)
+        print(CHANGED.format(u=unit), file=err())
     active, sub, result = props["ActiveState"], props["SubState"], props["Result"]
     dot = {"active": "●", "failed": "×", "activating": "●", "deactivating": "●"}.get(active, "○")
     desc = props.get("Description", unit)
-    print(f"{dot} {unit} - {desc}" if desc != unit else f"{dot} {unit}")
-    print(f"     Loaded: {props['LoadState']} ({props['FragmentPath']}; enabled; preset: enabled)")
+    print(f"{dot} {unit} - {desc}" if desc != unit else f"{dot} {unit}", file=out())
+    print(f"     Loaded: {props['LoadState']} ({props['FragmentPath']}; enabled; preset: enabled)", file=out())
     state = active if active == "failed" else f"{active} ({sub})"
     if result != "success" and active in ("failed", "activating"):
         state += f" (Result: {result})"
@@ -213,25 +212,25 @@ def _status(root: str, units: list[str], opts: dict[str, object]) -> int:
     if since:
         stamp = time.strftime("%a %Y-%m-%d %H:%M:%S %Z", time.localtime(since))
         state += f" since {stamp}; {_ago(since)}"
-    print(f"     Active: {state}")
+    print(f"     Active: {state}", file=out())
     pids = list(answer.get("pids") or [])  # type: ignore[call-overload]
     main_pid = props.get("MainPID", "0")
     if main_pid != "0":
-        print(f"   Main PID: {main_pid} ({answer.get('main_comm', 'python3')})")
+        print(f"   Main PID: {main_pid} ({answer.get('main_comm', 'python3')})", file=out())
     elif props.get("ExecMainPID", "0") != "0":
         code = {"1": "exited", "2": "killed", "3": "dumped"}.get(props["ExecMainCode"], "exited")
         from simhost.sdmsg import status_text
 
         status = status_text(code, int(props["ExecMainStatus"]))
         print(f"    Process: {props['ExecMainPID']} ExecStart={answer.get('exec', '')} (code={code}, "
-              f"status={status})")
-        print(f"   Main PID: {props['ExecMainPID']} (code={code}, status={status})")
+              f"status={status})", file=out())
+        print(f"   Main PID: {props['ExecMainPID']} (code={code}, status={status})", file=out())
     if pids:
-        print(f"      Tasks: {len(pids)} (limit: 1237826)")
-        print(f"     CGroup: /system.slice/{unit}")
+        print(f"      Tasks: {len(pids)} (limit: 1237826)", file=out())
+        print(f"     CGroup: /system.slice/{unit}", file=out())
         for i, (pid, cmd) in enumerate(pids):
             branch = "└─" if i == len(pids) - 1 else "├─"
-            print(f"             {branch}{pid} {cmd}")
+            print(f"             {branch}{pid} {cmd}", file=out())
     lines = int(opts["lines"])  # type: ignore[call-overload]
     from pathlib import Path
 
@@ -240,7 +239,7 @@ def _status(root: str, units: list[str], opts: dict[str, object]) -> int:
     found, _ = read_backwards(journal_path(Path(root)), lambda es: sum(1 for e in es if unit_matches(e, unit)) >= lines)
     entries = [e for e in found if unit_matches(e, unit)]
     if lines > 0 and entries:
-        print()
+        print(file=out())
         for entry in entries[-lines:]:
-            print(short_line(entry))
+            print(short_line(entry), file=out())
     return 0 if active == "active" else 3
