@@ -151,8 +151,11 @@ class SimHost:
 
     @property
     def ssh_env(self) -> dict[str, str]:
-        """The environment an SSH session on this host gets (the same for asyncssh and OpenSSH servers)."""
-        return {"SIMHOST_DIR": str(self.root), "LANG": "C.UTF-8", "PYTHONPATH": str(self.root / "lib" / "python")}
+        """The environment an SSH session on this host gets (the same for asyncssh and OpenSSH servers). Its home
+        is the host's directory, as the unit's is: a session never writes into the home of the process running the
+        sim (a sudo upload stages its file in `$HOME`: another test that checks that home found one, session 16)."""
+        return {"SIMHOST_DIR": str(self.root), "LANG": "C.UTF-8", "PYTHONPATH": str(self.root / "lib" / "python"),
+                "HOME": str(self.root)}
 
     async def _enter(self) -> None:
         await asyncio.to_thread(self._layout)
