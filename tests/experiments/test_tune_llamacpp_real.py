@@ -3,7 +3,8 @@ chat words mean the unit's own flags (draft tokens: the draft length of its `--s
 a word with no meaning there is refused in the preview, a context the unit's `MemoryMax=` cannot hold is killed by
 the kernel and rolled back before the next trial, and the tune ends on the starting configuration, serving.
 Skipped, with the reason shown, where the engine is not built. Few trials and few short requests: the engine
-decodes ~40-60 tokens/s per request here."""
+decodes ~40-60 tokens/s per request here, and its decoding was most of this file's CPU (~63 CPU-s a `make test` with
+48-token prompts and answers; what is asserted is the tune's path, not a throughput)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from support.llamacpp_kit import real_llamacpp
 
 pytestmark = [real_llamacpp(), pytest.mark.slow]
 
-BENCH = {"concurrency": [2], "requests_per_level": 4, "warmup": 1, "input_len": 48, "output_len": 48}
+BENCH = {"concurrency": [2], "requests_per_level": 4, "warmup": 1, "input_len": 24, "output_len": 24}
 
 
 def _job_id(text: str) -> int:
