@@ -71,12 +71,12 @@ async def _serves(bot) -> None:  # type: ignore[no-untyped-def]
 async def test_sweep_posts_summary_chart_and_calls_the_plateau(make_bot) -> None:
     bench = {"concurrency": [1], "requests_per_level": 4, "warmup": 1, "input_len": 32, "output_len": 96}
     bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"})
-    job = await bot.wait_job(_job_id((await bot.say("sweep steps 1..5")).text), timeout=240)
+    job = await bot.wait_job(_job_id((await bot.say("sweep steps 3..5")).text), timeout=240)
     assert job.state == "succeeded", job.summary
     (summary,) = await bot.wait_messages(lambda d: d.key == f"job:{job.id}:sweep")
     table = summary.reply.tables[0]
-    assert [r[0].split()[0] for r in table.rows] == ["1", "2", "3", "4", "5"]
-    assert table.rows[3][0] == "4 ✓"
+    assert [r[0].split()[0] for r in table.rows] == ["3", "4", "5"]
+    assert table.rows[1][0] == "4 ✓"
     assert summary.reply.attachments and summary.reply.attachments[0].content.startswith(b"\x89PNG")
     # 5 is within noise of 4 (no repeats yet: the assumed run-to-run noise); 4 leaves more KV cache
     assert "best *4*" in summary.reply.text
@@ -93,7 +93,7 @@ async def test_sweep_on_a_noisy_server_calls_4_and_5_within_noise_and_picks_4(ma
     bench = {"concurrency": [1], "requests_per_level": 6, "warmup": 1, "input_len": 32, "output_len": 96}
     bot = await make_bot("healthy", bench=bench, policy={"sweep_end": "best"},
                          sim_opts={"noise_pct": 1.0, "noise_seed": 3})
-    job = await bot.wait_job(_job_id((await bot.say("sweep steps 1..5")).text), timeout=300)
+    job = await bot.wait_job(_job_id((await bot.say("sweep steps 3..5")).text), timeout=300)
     assert job.state == "succeeded", job.summary
     assert job.result["best"] == "4" and set(job.result["within_noise"]) == {"4", "5"}, job.result["criterion"]
     assert job.result["comparisons"]["3"]["outcome"] == "worse"
