@@ -3,10 +3,10 @@
 One asyncio task stands for SGLang's TP0 scheduler loop. Requests wait in a queue, are admitted
 up to `max_running_requests` (and while the KV pool has room) with a prefill that emits the first
 token, then every decode step (one timer for the whole batch, paced on absolute deadlines so the
-rate does not drift) gives each running request its accept length in tokens. Step time at batch
-B is `accept_len / per_request_rate(B)`; token rates are never time-scaled. Every
-`decode_log_interval` steps it logs SGLang 0.5.9's `Decode batch` line; every admission a
-`Prefill batch` line. A batch that needs more workspace than there is raises the CUDA OOM crash.
+rate does not drift, a wakeup up to `CATCH_UP_S` late made up) gives each running request its
+accept length in tokens. Step time at batch B is `accept_len / per_request_rate(B)`; token rates
+are never time-scaled. Every `decode_log_interval` steps it logs SGLang 0.5.9's `Decode batch`
+line; every admission a `Prefill batch` line. A batch that needs more workspace than there is raises the CUDA OOM crash.
 
 Noise (`noise_pct`, off by default): every run's speed is the model's times `1 + N(0, noise_pct %)`,
 drawn again whenever the engine wakes after `NEW_RUN_IDLE_S` of idleness (a new benchmark run) from a
@@ -28,6 +28,10 @@ from simhost.sglang import model
 
 Sink = Callable[[int, bool, str | None], None]
 NEW_RUN_IDLE_S = 1.0  # wall seconds idle before the next request starts a new run (noise redrawn)
+# how far behind its schedule the engine catches up: a wakeup this late (the host process descheduled, its loop
+# busy) is made up by the next steps at once, as a GPU would have gone on decoding meanwhile; later than this it
+# starts again from now (an engine stalled that long is slow)
+CATCH_UP_S = 0.1
 
 
 @dataclass(eq=False)
@@ -148,7 +152,7 @@ class Engine:
             admitted = self._admit()
             if admitted:
                 prefill = sum(r.prompt_tokens for r in admitted) / model.PREFILL_TOK_S
-                deadline = max(deadline, loop.time()) + prefill
+                deadline = max(deadline, loop.time() - CATCH_UP_S) + prefill
                 await asyncio.sleep(max(0.0, deadline - loop.time()))
                 if self.halted:
                     continue
@@ -162,7 +166,7 @@ class Engine:
                 self.on_oom(batch)
                 continue
             step = self.accept_len / model.per_request_rate(self.rate_c1, batch)
-            deadline = max(deadline, loop.time() - step) + step
+            deadline = max(deadline, loop.time() - max(step, CATCH_UP_S)) + step
             await asyncio.sleep(max(0.0, deadline - loop.time()))
             if self.halted:
                 continue
