@@ -38,7 +38,8 @@ XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 #   on ~2.4 % between two measured steps (the sim's steps 4 and 5: 277 and 282 tok/s, with no repeats a band of
 #   ±4.2 %), so a step that reads ~2.4 % slow lets 5 win. At phase 1's load a step read that slow (session 7), beside
 #   phase 1 under SCHED_IDLE one run in two (session 9), and beside the serial phase's measurements at nice 10 about
-#   one run in eight (sessions 13 and 14: a 35 ms stall of a 1.4 s step is enough). ~40 s of wall time on their own.
+#   one run in eight (sessions 13 and 14: a 35 ms stall of a 1.4 s step is enough). ~22 s of wall time on their own
+#   since they sweep steps 3..5 (1..5 took ~38 s: steps 1 and 2 decode slowest).
 PACED_UNITS = {
     "measurements-paced-1": ("tests/bench/test_bench_window.py",  # 22 s
                              "tests/bench/test_bench_failures.py",  # 3 s
@@ -52,8 +53,8 @@ PACED_UNITS = {
 PACED = tuple(prefix for prefixes in PACED_UNITS.values() for prefix in prefixes)
 MEASUREMENTS = (*PACED, "tests/bench/", "tests/simhost/test_simhost_server.py", "tests/simhost/test_simhost_seed.py")
 SWEEP_UNITS = {
-    "sweep-1": ("tests/experiments/test_failure_and_sweep.py::test_sweep_on_a_noisy_server",),  # 38 s
-    "sweep-2": ("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary",),  # 32 s
+    "sweep-1": ("tests/experiments/test_failure_and_sweep.py::test_sweep_on_a_noisy_server",),  # 19 s
+    "sweep-2": ("tests/experiments/test_failure_and_sweep.py::test_sweep_posts_summary",),  # 16 s
 }
 WALLCLOCK_UNITS = {
     "wallclock-1": ("tests/reliability/test_rel_rolling.py",  # 39-43 s
