@@ -1,8 +1,7 @@
 """The suite's xdist groups (`support.xdist_groups.XDIST_GROUPS`): each names a test file that exists, a test of it
 is scheduled as the group's work unit, the serial phase's measurements are five work units (three of paced ones, the
-simulated server's rates, the rest), the sweeps two others after them, the wall-clock scenarios beside phase 1 four
-more, the measurement that loads both cores runs by itself, and no test relies on xdist's own `xdist_group` mark,
-which pytest 9 ignores."""
+simulated server's rates, the rest), the sweeps two others after them, the wall-clock scenarios beside phase 1 four more, the measurement that
+loads both cores runs by itself, and no test relies on xdist's own `xdist_group` mark, which pytest 9 ignores."""
 
 from __future__ import annotations
 
