@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # (docs/PERFORMANCE.md "Test suite"); it runs under SCHED_IDLE with the real-time tests that mostly wait (`wallclock`:
 # the lease scenarios, Slack's faults; the tunes on the simulated engines and the twenty-try overlap scenario at nice 19)
 # beside it at normal priority (four workers: one per work unit of WALLCLOCK_UNITS). Then the measurement that loads
-# both cores itself (`alone`) by itself. Phase 2, the `serial` tests, runs alone after them in five work units, one a
+# both cores itself (`alone`) by itself. Phase 2, the `serial` tests, runs alone after them in three work units, one a
 # worker (the time and rate measurements, one test at a time in each), and last the two sweeps by themselves
 # (tests/support/xdist_groups.py, scripts/test-phases.sh).
 # No reruns: a test that fails once is a failure to explain and fix (issue 26).
@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed
 unexport PYTHONDONTWRITEBYTECODE
 TEST_WORKERS ?= 6
 WALLCLOCK_WORKERS ?= 4
-SERIAL_WORKERS ?= 5
+SERIAL_WORKERS ?= 3
 SWEEP_WORKERS ?= 2
 QUICK_WORKERS ?= 4
 

@@ -1,6 +1,6 @@
 """The suite's xdist groups (`support.xdist_groups.XDIST_GROUPS`): each names a test file that exists, a test of it
-is scheduled as the group's work unit, the serial phase's measurements are five work units (three of paced ones, the
-simulated server's rates, the rest), the sweeps two others after them, the wall-clock scenarios beside phase 1 four more, the measurement that
+is scheduled as the group's work unit, the serial phase's measurements are three work units (two of paced ones and
+the rest), the sweeps two others after them, the wall-clock scenarios beside phase 1 four more, the measurement that
 loads both cores runs by itself, and no test relies on xdist's own `xdist_group` mark, which pytest 9 ignores."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from support.xdist_groups import (
     LONGEST_FIRST,
     LOW_NICE,
     MEASUREMENT_GROUP,
-    MEASUREMENT_UNITS,
     MEASUREMENTS,
     PACED,
     PACED_UNITS,
@@ -54,20 +53,16 @@ def test_no_test_uses_the_xdist_group_mark_that_pytest_9_ignores() -> None:
     assert users == [], f"use tests/conftest.py XDIST_GROUPS instead: {users}"
 
 
-def test_the_serial_phase_runs_its_measurements_in_their_work_units_and_the_sweeps_after_them() -> None:
+def test_the_serial_phase_runs_its_measurements_in_three_work_units_and_the_sweeps_after_them() -> None:
     for prefix in MEASUREMENTS + PACED:
         path = prefix.split("::")[0]
         assert (ROOT / path).exists(), path
         node = f"{prefix}{'test_x.py' if prefix.endswith('/') else ''}{'' if '::' in prefix else '::t'}"
         assert is_serial(node) and not is_wallclock(node)
     assert xdist_scope("tests/bench/test_bench_window.py::test_a[N1]") == "measurements-paced-1"
-    assert xdist_scope("tests/bot/slack/test_slack_pacing.py::test_b") == "measurements-paced-3"
+    assert xdist_scope("tests/bot/slack/test_slack_pacing.py::test_b") == "measurements-paced-2"
     assert len(set(PACED)) == sum(map(len, PACED_UNITS.values()))
     assert xdist_scope("tests/bench/test_bench_cpu.py::test_a") == MEASUREMENT_GROUP
-    assert xdist_scope("tests/simhost/test_simhost_seed.py::test_s") == "measurements-sim"
-    assert xdist_scope("tests/bench/test_bench_simhost.py::test_c1") == "measurements-sim"
-    for unit in MEASUREMENT_UNITS.values():  # serial, and not paced
-        assert all(is_serial(f"{p}::t") and not p.startswith(PACED) for p in unit)
     sweeps = "tests/experiments/test_failure_and_sweep.py::test_sweep_"
     units = {xdist_scope(f"{sweeps}posts_summary_chart"), xdist_scope(f"{sweeps}on_a_noisy_server_x")}
     assert units == set(SWEEP_UNITS)
@@ -102,7 +97,7 @@ def test_the_makefile_gives_each_named_work_unit_of_a_phase_a_worker() -> None:
     makefile = (ROOT / "Makefile").read_text()
     counts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+_WORKERS) \?= (\d+)$", makefile, re.M)}
     assert counts["WALLCLOCK_WORKERS"] == len(WALLCLOCK_UNITS)
-    assert counts["SERIAL_WORKERS"] == len(PACED_UNITS) + len(MEASUREMENT_UNITS) + 1  # + the rest's unit
+    assert counts["SERIAL_WORKERS"] == len(PACED_UNITS) + 1  # + the other measurements' unit
     assert counts["SWEEP_WORKERS"] == len(SWEEP_UNITS)
     # in test-phases.sh's order
     assert "$(TEST_WORKERS) $(WALLCLOCK_WORKERS) $(SERIAL_WORKERS) $(SWEEP_WORKERS)" in makefile

@@ -30,13 +30,9 @@ XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 #   - MEASUREMENTS, one test at a time in each of their work units:
 #     - PACED: the tests that wait on a paced server or clock (a truth server's token schedule, Slack's pacing
 #       intervals, the App Home debounce) and use little CPU (~5 CPU-s in ~54 s of wall time, the serial phase's
-#       longest unit while it was one): three units of 15-22 s (PACED_UNITS; two of ~27 s until session 16);
-#     - MEASUREMENT_UNITS: the simulated server's own rates (C=1 over SSH, the seed story's 270-293 tok/s, the
-#       accept length), ~21 s; since session 16 a unit apart from the rest, whose CPU-heavier tests (the benchmark
-#       child's CPU, a tcpdump capture) ran before them in one ~32-s unit, the serial phase's longest: the simulated
-#       engine makes up a late wakeup of up to 100 ms now (`simhost.sglang.engine.CATCH_UP_S`);
-#     - the rest ("measurements"), ~11 s: the benchmark child's CPU, the CLI against the truth server, the wire
-#       referee's capture (the measurement that loads both cores itself is `alone`, below);
+#       longest unit while it was one): two units of ~27 s (PACED_UNITS, the times of session 9 in the comments);
+#     - the rest ("measurements"): the benchmark child's CPU, the simulated server's rates at C=64 (the one that
+#       loads both cores itself is `alone`, below);
 #
 # `sweep` — the two sweeps (SWEEP_UNITS, a worker each), by themselves after the serial phase: their plateau call rides
 #   on ~2.4 % between two measured steps (the sim's steps 4 and 5: 277 and 282 tok/s, with no repeats a band of
@@ -45,21 +41,16 @@ XDIST_GROUPS = {"tests/simhost/test_real_vllm.py": "real-vllm["}
 #   one run in eight (sessions 13 and 14: a 35 ms stall of a 1.4 s step is enough). ~22 s of wall time on their own
 #   since they sweep steps 3..5 (1..5 took ~38 s: steps 1 and 2 decode slowest).
 PACED_UNITS = {
-    "measurements-paced-1": ("tests/bench/test_bench_window.py",),  # 22 s
+    "measurements-paced-1": ("tests/bench/test_bench_window.py",  # 22 s
+                             "tests/bench/test_bench_failures.py",  # 3 s
+                             "tests/bench/test_bench_result.py"),  # 1 s
     "measurements-paced-2": ("tests/bench/test_bench_definitions.py",  # 11 s
-                             "tests/bench/test_bench_failures.py",  # 3.6 s
-                             "tests/bench/test_bench_result.py",  # 1.3 s
+                             "tests/bot/slack/test_slack_home.py",  # 7 s
+                             "tests/bot/slack/test_slack_pacing.py",  # 6 s
+                             "tests/handlers/router/test_job_notifier.py",  # 1.5 s
                              "tests/bench/test_bench_requests.py"),  # 1 s
-    "measurements-paced-3": ("tests/bot/slack/test_slack_home.py",  # 7.5 s
-                             "tests/bot/slack/test_slack_pacing.py",  # 6.2 s
-                             "tests/handlers/router/test_job_notifier.py"),  # 1.5 s
 }
 PACED = tuple(prefix for prefixes in PACED_UNITS.values() for prefix in prefixes)
-MEASUREMENT_UNITS = {
-    "measurements-sim": ("tests/simhost/test_simhost_server.py",  # 10 s
-                         "tests/simhost/test_simhost_seed.py",  # 5.5 s
-                         "tests/bench/test_bench_simhost.py"),  # 5.7 s
-}
 MEASUREMENTS = (*PACED, "tests/bench/", "tests/simhost/test_simhost_server.py", "tests/simhost/test_simhost_seed.py")
 SWEEP_UNITS = {
     "sweep-1": ("tests/experiments/test_failure_and_sweep.py::test_sweep_on_a_noisy_server",),  # 19 s
@@ -95,7 +86,7 @@ LOW_NICE = 19
 SWEEPS = tuple(prefix for prefixes in SWEEP_UNITS.values() for prefix in prefixes)
 WALLCLOCK = tuple(prefix for prefixes in WALLCLOCK_UNITS.values() for prefix in prefixes)
 # every named work unit, each with the prefixes of the node ids it takes (a file path is a prefix of its tests' ids)
-UNITS = {**PACED_UNITS, **MEASUREMENT_UNITS, **SWEEP_UNITS, **WALLCLOCK_UNITS}
+UNITS = {**PACED_UNITS, **SWEEP_UNITS, **WALLCLOCK_UNITS}
 MEASUREMENT_GROUP = "measurements"
 
 
