@@ -158,6 +158,10 @@ class SimHost:
                 "HOME": str(self.root)}
 
     async def _enter(self) -> None:
+        if self.systemd == "python":
+            # `systemctl` and `nvidia-smi` run here, for a bash client each that `_layout` writes (a real-systemd host
+            # keeps the Python tools: its pids are another namespace's)
+            self._tools = await ToolServer(self.root).start()
         await asyncio.to_thread(self._layout)
         if self.systemd == "real":
             await self._enter_real()
@@ -172,10 +176,6 @@ class SimHost:
             self._control = await control.serve(root, self._handle)
         except OSError as exc:
             raise RuntimeError(f"another simulated host is already running in {root}") from exc
-        # `systemctl` and `nvidia-smi` run here, for a bash client each (a real-systemd host keeps the Python tools:
-        # its pids are another namespace's)
-        self._tools = await ToolServer(root).start()
-        await asyncio.to_thread(install_tools, root / "bin", None, (self._tools.port, self._tools.token))
         ssh_host, ssh_port, user, client_key, known_hosts = "127.0.0.1", 0, "pitcrew", "", ""
         if self._want_ssh:
             from simhost.ssh import start_ssh_server
@@ -284,7 +284,7 @@ class SimHost:
 
             install_tools(root / "bin", python_for_tools())
         else:
-            install_tools(root / "bin")
+            install_tools(root / "bin", server=(self._tools.port, self._tools.token) if self._tools else None)
         install_sglang_shim(root / "lib" / "python")
         if not self.real_engine:  # the fake's `vllm` metadata, apart: never on the path of a real vLLM
             install_vllm_metadata(root / "lib" / "vllm")
