@@ -213,7 +213,9 @@ async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarti
              for d in await bot.core.jobs.step_details(second.id, "tune-point")}
     assert not again & {tuple(sorted(p["changes"].items())) for p in measured}  # no restart for them again
     r = second.result
-    assert r["search_restarts"] <= 6 and r["confirmation"]["search_best"]["label"] == "steps 3 · mem 0.9"
+    # the points with their figures and when each was measured (job 1's before the cancel, this job's after it)
+    assert r["search_restarts"] <= 6 and r["confirmation"]["search_best"]["label"] == "steps 3 · mem 0.9", (
+        r["points"], measured)
     # its confirmation meets the residual steps 4 · mem 0.9's crash left (as in the test above; unless the pick read
     # measurably below the start: then no restart is spent on it)
     if not r["confirmation"]["runs"]:
