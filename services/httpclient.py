@@ -5,7 +5,9 @@ default (certifi's CA bundle; ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` honoured, c
 use; a plain-http server's get none (there is nothing to verify, and a short-lived process such as the benchmark
 child need not parse the CA bundle at all). Left to itself httpx builds that context anew for every client, plain-http
 ones included: ~20 ms of CPU each (the CA bundle parsed), on the event loop, for every health poll, test generation,
-ramp, metrics read and version probe (session 9: 7.5 % of a scenario test process's samples).
+ramp, metrics read and version probe (session 9: 7.5 % of a scenario test process's samples). The benchmark's own
+requests are not made here: its streams and its plain reads (`/metrics`, `/v1/models`) go through its connections
+(`services.bench.conn`), so the benchmark child imports no client library.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ tens of ms a general client spends (which delayed the reading of other streams' 
 showed as TTFT and E2E error; see docs/PERFORMANCE.md). It speaks the subset of HTTP/1.1 that
 OpenAI-compatible servers answer with: `Content-Length`, chunked or close-delimited bodies.
 Also `run_client_loop`: the benchmark's processes run on uvloop, whose wake-up per socket read
-costs about half of asyncio's own loop (at C=1 and one token per event that is most of the CPU).
+costs about half of asyncio's own loop (at C=1 and one token per event that is most of the CPU);
+and `get`, the benchmark's plain reads (the server's `/metrics` and `/v1/models`) on the same reader.
 """
 
 from __future__ import annotations
@@ -21,22 +22,30 @@ import ssl
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
 
 import uvloop
 
-from services.bench.sse import StreamState
-
 T = TypeVar("T")
 MAX_ERROR_BODY = 64 * 1024
 MAX_HEAD = 64 * 1024
+MAX_GET_BODY = 16 * 1024 * 1024  # a `get`'s body (a large server's /metrics is ~100s of KB)
 
 
 def run_client_loop(main: Coroutine[Any, Any, T]) -> T:
     """Run a benchmark process's main coroutine on a uvloop event loop."""
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(main)
+
+
+class Sink(Protocol):
+    """What reads a 200 response's body as it arrives: `StreamState` (a stream's SSE events) or `get`'s whole body. An
+    `error` it sets ends the response for the client."""
+
+    error: str | None
+
+    def feed(self, data: bytes, now: float) -> None: ...
 
 
 class ConnectFailed(Exception):
@@ -63,6 +72,12 @@ class Endpoint:
         return cls(host=u.hostname or "localhost", port=u.port or (443 if tls else 80), tls=tls,
                    prefix=u.path.rstrip("/"))
 
+    def get(self, path: str) -> bytes:
+        """A GET of `path` (after the base URL's path) on a connection that closes after it."""
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        return (b"GET %s HTTP/1.1\r\nHost: %s:%d\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+                % ((self.prefix + path).encode(), host.encode(), self.port))
+
     def request(self, path: str, body: bytes) -> bytes:
         host = self.host if ":" not in self.host else f"[{self.host}]"
         return (b"POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
@@ -84,7 +99,7 @@ class _Proto(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.waiter: asyncio.Future[Response] | None = None
-        self.state: StreamState | None = None
+        self.state: Sink | None = None
         self.t0 = 0.0
         self._head = b""
         self._in_body = False
@@ -107,7 +122,7 @@ class _Proto(asyncio.Protocol):
         elif self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(Dropped(str(exc) if exc else "connection closed"))
 
-    def start(self, data: bytes, state: StreamState) -> asyncio.Future[Response]:
+    def start(self, data: bytes, state: Sink) -> asyncio.Future[Response]:
         assert self.transport is not None
         self.waiter = asyncio.get_running_loop().create_future()
         self.state = state
@@ -240,6 +255,40 @@ class _Proto(asyncio.Protocol):
             self.transport.abort()
 
 
+class _Body:
+    """A 200 response's whole body, for `get` (what `StreamState` is for a stream): past `limit` bytes it is an
+    error, which ends the response for the reader."""
+
+    def __init__(self, limit: int) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self.error: str | None = None
+
+    def feed(self, data: bytes, now: float) -> None:
+        self.data += data
+        if len(self.data) > self.limit:
+            self.error = f"a body larger than {self.limit} bytes"
+
+
+async def get(url: str, *, timeout_s: float, limit: int = MAX_GET_BODY) -> tuple[int, bytes]:
+    """GET `url` on a connection of its own: the status and the body (a non-200's first `MAX_ERROR_BODY` bytes).
+
+    The benchmark child's reads of the server's `/metrics` and `/v1/models`: with these it imports no HTTP client
+    library (httpx was ~70 ms of CPU of the child's ~200 ms start, in every benchmark). Raises `ConnectFailed`,
+    `Dropped` (also for a body past `limit` bytes) or `TimeoutError` past `timeout_s`."""
+    ep = Endpoint.from_url(url)
+    body = _Body(limit)
+    conn = SlotConnection(ep, connect_timeout_s=timeout_s)
+    try:
+        async with asyncio.timeout(timeout_s):
+            resp = await conn.stream(ep.get(""), body)
+    finally:
+        conn.close()
+    if body.error is not None:
+        raise Dropped(body.error)
+    return resp.status, bytes(body.data) if resp.status == 200 else resp.body
+
+
 class SlotConnection:
     """One slot's keep-alive connection, opened on first use and again after it was closed."""
 
@@ -260,7 +309,7 @@ class SlotConnection:
             raise ConnectFailed(str(exc) or type(exc).__name__) from None
         return proto
 
-    async def stream(self, request: bytes, state: StreamState) -> Response:
+    async def stream(self, request: bytes, state: Sink) -> Response:
         """Send `request` (from `Endpoint.request`) and read its response into `state`.
 
         A reused keep-alive connection that turns out to be closed before any byte came back is

@@ -12,11 +12,9 @@ import math
 import time
 from typing import Protocol
 
-import httpx
-
+from services.bench.conn import ConnectFailed, Dropped, get
 from services.bench.stats import ServerFigures
 from services.engines import Engine
-from services.httpclient import http_client
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -61,13 +59,12 @@ class _MetricsReader:
 
     async def read(self) -> dict[str, list[float]] | None:
         try:
-            async with http_client(self._url, timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
-                resp = await client.get(self._url)
-        except httpx.HTTPError:
+            status, body = await get(self._url, timeout_s=PROBE_TIMEOUT_S)
+        except (ConnectFailed, Dropped, TimeoutError, OSError):
             return None
-        if resp.status_code != 200:
+        if status != 200:
             return None
-        return parse_prometheus(resp.text)
+        return parse_prometheus(body.decode("utf-8", errors="replace"))
 
 
 class MetricsProbe:

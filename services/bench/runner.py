@@ -17,15 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
+import orjson
 
-from services.bench.conn import Endpoint
+from services.bench.conn import ConnectFailed, Dropped, Endpoint, get
 from services.bench.level import BenchProgress, LevelPlan, LevelRun
 from services.bench.probes import MetricsProbe, ServerProbe
 from services.bench.prompts import load_prompts_file, request_body, synthetic_prompt
 from services.bench.stats import BenchResult, ClientHealth, Dist, LevelResult, ServerFigures
 from services.errors import BenchmarkError
-from services.httpclient import http_client
 
 __all__ = [
     "BenchProgress", "BenchResult", "BenchSpec", "ClientHealth", "Dist", "LevelResult", "MetricsProbe",
@@ -131,18 +130,16 @@ class BenchSpec:
 async def _check_server(spec: BenchSpec) -> str | None:
     """Fail fast if nothing answers; return the model to use (the spec's, else the first served)."""
     try:
-        async with asyncio.timeout(CHECK_TIMEOUT_S), http_client(
-                spec.base_url, base_url=spec.base_url, timeout=CHECK_TIMEOUT_S, trust_env=False) as client:
-            resp = await client.get("/v1/models")
-    except (TimeoutError, httpx.HTTPError) as exc:
+        status, body = await get(spec.base_url.rstrip("/") + "/v1/models", timeout_s=CHECK_TIMEOUT_S)
+    except (TimeoutError, ConnectFailed, Dropped, OSError) as exc:
         detail = (str(exc) or type(exc).__name__)[:200]
         raise BenchmarkError(f"cannot reach the server at {spec.base_url}: {detail}") from None
     if spec.model is not None:
         return spec.model
-    if resp.status_code != 200:
+    if status != 200:
         return None
     try:
-        data: Any = resp.json().get("data")
+        data: Any = orjson.loads(body).get("data")
         model = data[0]["id"] if data else None
     except (ValueError, AttributeError, KeyError, IndexError, TypeError):
         return None

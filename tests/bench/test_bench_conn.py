@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from services.bench.conn import ConnectFailed, Dropped, Endpoint, SlotConnection
+from services.bench.conn import ConnectFailed, Dropped, Endpoint, SlotConnection, get
 from services.bench.sse import StreamState
 
 TEXT = b'data: {"choices":[{"delta":{"content":" hi"}}],"usage":null}\n\n'
@@ -130,3 +130,57 @@ async def test_refused_connection_is_a_connect_failure() -> None:
     conn = SlotConnection(Endpoint.from_url(f"http://127.0.0.1:{port}"), connect_timeout_s=2.0)
     with pytest.raises(ConnectFailed):
         await conn.stream(b"GET / HTTP/1.1\r\n\r\n", StreamState())
+
+
+async def test_get_reads_length_chunked_and_close_delimited_bodies_and_error_statuses(serve) -> None:
+    """`get` (the /metrics and /v1/models reads of the benchmark child): one GET per connection, whatever framing
+    the server chose, its status and whole body, the base URL's path kept."""
+    metrics = b"# TYPE sglang:gen_throughput gauge\nsglang:gen_throughput 281.5\n" * 40
+    answers = iter([
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(metrics) + metrics,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(metrics[:100], metrics[100:]),
+        b"HTTP/1.0 200 OK\r\n\r\n" + metrics,  # close-delimited: the body ends with the connection
+        b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found",
+    ])
+    seen: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        blob = next(answers)
+        for i in range(0, len(blob), 7):  # split everywhere
+            writer.write(blob[i:i + 7])
+            await writer.drain()
+        writer.close()
+
+    ep = await serve(handler)
+    url = f"http://127.0.0.1:{ep.port}/prefix/metrics"
+    for _ in range(3):
+        assert await get(url, timeout_s=5) == (200, metrics)
+    assert await get(url, timeout_s=5) == (404, b"not found")
+    assert len(seen) == 4 and all(h.startswith(b"GET /prefix/metrics HTTP/1.1\r\n") for h in seen), seen
+    assert all(b"\r\nhost: 127.0.0.1:" in h.lower() and b"connection: close" in h.lower() for h in seen), seen
+
+
+async def test_get_fails_on_a_refused_connection_a_silent_server_and_a_body_past_its_limit(serve) -> None:
+    srv = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    srv.close()
+    await srv.wait_closed()
+    with pytest.raises(ConnectFailed):
+        await get(f"http://127.0.0.1:{port}/metrics", timeout_s=2)
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(30)
+
+    ep = await serve(silent)
+    with pytest.raises(TimeoutError):
+        await get(f"http://127.0.0.1:{ep.port}/metrics", timeout_s=0.3)
+
+    async def huge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 100000)
+        await writer.drain()
+
+    ep = await serve(huge)
+    with pytest.raises(Dropped, match="larger than 65536 bytes"):
+        await get(f"http://127.0.0.1:{ep.port}/metrics", timeout_s=5, limit=65536)
