@@ -238,6 +238,10 @@ class IncidentMonitor:
         diag = diagnose(lines, side, unit=unit, loop_threshold=self.policy.threshold,
                         loop_window_s=self.policy.window_s)
         partial = gaps_text(track.gaps, since)
+        if errors := evidence.get("errors"):
+            # the causes the probes decide (a stale GPU holder, the OOM killer, a taken port) could not be named
+            partial += (" The host's side evidence (systemctl, nvidia-smi, ps, the kernel's journal) was not read: "
+                        f"{redact(str(errors[0]))[:200].rstrip('.')}.")
         if partial:
             diag = replace(diag, summary=diag.summary + partial)
         if diag.cause in NOT_A_CRASH:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from incidents_kit import UNIT, JournalHost
+from incidents_kit import UNIT, JournalHost, start_journal_host, stop_journal_host
 
 from services.events import EventBus
 from services.hosts.contract import Host
@@ -83,3 +83,36 @@ async def test_the_declaring_failures_own_output_read_after_systemds_lines_still
     (ev,) = opened
     assert ev.incident.cause == "kv_cache_oom", (ev.incident.cause, ev.incident.summary)
     assert any("Not enough memory" in line for line in ev.incident.evidence), ev.incident.evidence
+
+
+async def test_a_loop_whose_side_evidence_cannot_be_read_says_so_in_its_summary(tmp_path, sqlite_db: Database) -> None:
+    """The host's probes (`systemctl show`, `nvidia-smi`, `ps`, the kernel's journal) did not answer in time: the
+    causes they decide (a stale GPU holder, the OOM killer, a taken port) cannot be named, and the alert says why
+    instead of a bare `cause not determined` (a live test once alerted `unknown` for a stale GPU holder under load)."""
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "nvidia-smi").write_text("#!/bin/bash\nsleep 30\n")
+    (slow / "nvidia-smi").chmod(0o755)
+    jh = await start_journal_host(tmp_path / "host", extra_bin=slow)
+    try:
+        opened: list[IncidentOpened] = []
+
+        async def keep(ev: IncidentOpened) -> None:
+            opened.append(ev)
+
+        bus = EventBus()
+        bus.subscribe(IncidentOpened, keep)
+        m = IncidentMonitor(sqlite_db, bus, lambda name: jh.host,
+                            policy=IncidentPolicy(window_s=600, evidence_timeout_s=1.0))
+        for inv, n in (("inv-1", 1), ("inv-2", 2)):
+            read, _ = _failed_start(jh, inv, n, output_last=False)
+            for e in read:
+                await m.on_entry(HOST, UNIT, e)
+        (ev,) = opened
+        summary = ev.incident.summary
+        assert ev.incident.cause == "kv_cache_oom", (ev.incident.cause, summary)  # the engine's own lines still do
+        assert "The host's side evidence (systemctl, nvidia-smi, ps, the kernel's journal) was not read" in summary, (
+            summary)
+        assert "did not finish within 1s" in summary, summary
+    finally:
+        await stop_journal_host(jh)

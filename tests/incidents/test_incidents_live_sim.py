@@ -176,7 +176,7 @@ async def test_stale_gpu_holder_is_diagnosed_with_its_pid(tmp_path: Path, sqlite
         async with live(sim, sqlite_db, policy) as lv:
             await wait_for(lambda: bool(of(lv.events, IncidentOpened)), 40, "the alert")
             info = of(lv.events, IncidentOpened)[0].incident  # type: ignore[attr-defined]
-            assert info.cause == "gpu_memory_held_by_stale_process", info
+            assert info.cause == "gpu_memory_held_by_stale_process", (info.cause, info.summary, info.evidence)
             assert set(info.stale_pids) & set(stale), (info.stale_pids, stale)
             alert = lv.outbox.sent[0].reply
             assert str(stale[0]) in alert.text + (alert.code or "")
