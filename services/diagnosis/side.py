@@ -167,6 +167,8 @@ class SideEvidence:
     unit_file: str | None = None
     process_info: tuple[ProcessInfo, ...] = ()
     ss_listen: tuple[Listener, ...] = ()
+    # why the host's probes could not be read (the gatherer's `errors`): the causes they decide cannot be named
+    errors: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, data: Any) -> SideEvidence:
@@ -193,6 +195,8 @@ class SideEvidence:
                  for p in _items(data, "process_info", _ProcessIn) if p.pid is not None]
         listeners = [Listener(s.local, s.pid, s.process, s.user) for s in _items(data, "ss_listen", _ListenerIn)]
         unit_file = data.get("unit_file")
+        raw_errors = data.get("errors")
+        errors = tuple(str(e) for e in raw_errors if e) if isinstance(raw_errors, list) else ()
         return cls(
             MappingProxyType(show),
             tuple(apps),
@@ -202,6 +206,7 @@ class SideEvidence:
             unit_file if isinstance(unit_file, str) else None,
             tuple(procs),
             tuple(listeners),
+            errors,
         )
 
 

@@ -184,12 +184,16 @@ def diagnose(
     )
     nrestarts = int_or_none(side.systemctl_show.get("NRestarts")) or 0
     finding: Finding = evaluate(unit_name, invocations, kernel, side, loop.looping)
+    summary = finding.summary
+    if side.errors:  # the causes the probes decide (a stale GPU holder, the OOM killer, a taken port) went unjudged
+        summary += (" The host's side evidence (systemctl, nvidia-smi, ps, the kernel's journal) could not be read in "
+                    f"full: {side.errors[0][:200].rstrip('.')}.")
     return Diagnosis(
         cause=finding.cause,
         confidence=finding.confidence,
         restart_loop=automatic_loop(invocations) and finding.cause not in NOT_A_LOOP,
         restarts=max(loop.restarts, nrestarts),
-        summary=redact(finding.summary),
+        summary=redact(summary),
         evidence=finding.evidence,
         ran_before=finding.ran_before,
         recommendation=redact(finding.recommendation),

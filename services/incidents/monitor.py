@@ -233,15 +233,10 @@ class IncidentMonitor:
         recs = await self.audit.query(AuditQuery(host=host, since=since, limit=200))
         actions = [{"at": r.at.isoformat(), "who": r.actor_name or r.actor_id, "action": r.action,
                     "detail": describe_action(r)} for r in recs]
-        usable = {k: v for k, v in without_own_gpu_apps(evidence).items() if k != "errors"}
-        side = SideEvidence.from_json({**usable, "actions": actions})
+        side = SideEvidence.from_json({**without_own_gpu_apps(evidence), "actions": actions})
         diag = diagnose(lines, side, unit=unit, loop_threshold=self.policy.threshold,
                         loop_window_s=self.policy.window_s)
         partial = gaps_text(track.gaps, since)
-        if errors := evidence.get("errors"):
-            # the causes the probes decide (a stale GPU holder, the OOM killer, a taken port) could not be named
-            partial += (" The host's side evidence (systemctl, nvidia-smi, ps, the kernel's journal) was not read: "
-                        f"{redact(str(errors[0]))[:200].rstrip('.')}.")
         if partial:
             diag = replace(diag, summary=diag.summary + partial)
         if diag.cause in NOT_A_CRASH:

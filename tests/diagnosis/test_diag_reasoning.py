@@ -343,3 +343,21 @@ def test_memory_advice_names_the_units_own_engine_flags() -> None:
     d = diagnose(sgl.entries, side=SideEvidence(unit_file="ExecStart=python -m sglang.launch_server --model m\n"))
     assert d.cause == "kv_cache_oom"
     assert "--mem-fraction-static" in d.recommendation and "--gpu-memory-utilization" not in d.recommendation
+
+
+def test_side_evidence_that_could_not_be_read_is_said_in_the_summary() -> None:
+    """The gatherer's `errors` (its probes' exec failed or timed out): the causes only they decide (a stale GPU
+    holder, the OOM killer, a taken port) cannot be named, and every diagnosis built on it says why — an incident's
+    alert and a failed job's answer alike — instead of a bare cause."""
+    entries = _start_oom(900).entries
+    failed = SideEvidence.from_json({"errors": ["`bash` on host 'gpu-1' did not finish within 6s; the remote "
+                                                "process was ended."]})
+    assert failed.errors == ("`bash` on host 'gpu-1' did not finish within 6s; the remote process was ended.",)
+    d = diagnose(entries, failed)
+    assert d.cause == "kv_cache_oom"  # the engine's own lines still name theirs
+    assert d.summary.endswith(" The host's side evidence (systemctl, nvidia-smi, ps, the kernel's journal) could not "
+                              "be read in full: `bash` on host 'gpu-1' did not finish within 6s; the remote process "
+                              "was ended."), d.summary
+    # read in full: no such sentence
+    read = SideEvidence.from_json({"systemctl_show": {"MainPID": "0"}})
+    assert read.errors == () and "side evidence" not in diagnose(entries, read).summary
