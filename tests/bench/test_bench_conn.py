@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -184,3 +185,12 @@ async def test_get_fails_on_a_refused_connection_a_silent_server_and_a_body_past
     ep = await serve(huge)
     with pytest.raises(Dropped, match="larger than 65536 bytes"):
         await get(f"http://127.0.0.1:{ep.port}/metrics", timeout_s=5, limit=65536)
+
+
+def test_https_connections_share_one_tls_context_and_plain_http_has_none() -> None:
+    """Building a TLS context parses the CA store (~20 ms of CPU): the slots of a C=64 run and every `get` share the
+    process's one; a plain-http server's connections build none."""
+    tls = Endpoint.from_url("https://gpu-1.example:8443/v1")
+    a, b = SlotConnection(tls, connect_timeout_s=1), SlotConnection(tls, connect_timeout_s=1)
+    assert a._ssl is not None and a._ssl is b._ssl and a._ssl.verify_mode == ssl.CERT_REQUIRED
+    assert SlotConnection(Endpoint.from_url("http://127.0.0.1:1"), connect_timeout_s=1)._ssl is None
