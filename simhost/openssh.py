@@ -5,8 +5,8 @@ file under ``root/ssh/`` (never the system's). The host key and client key are t
 `simhost.ssh.start_ssh_server` uses, so both servers can serve one simulated host side by side;
 this server's pin is published in ``root/ssh/known_hosts_openssh``. ``SetEnv`` gives sessions
 the same environment (given env + ``PATH=<path_prefix>:<system PATH>``; pass ``HOME`` to keep
-bash from sourcing the real user's ``~/.bashrc``). Differences that are OpenSSH's own: sessions
-start in the user's home directory (not ``root``) under the user's login shell, SFTP is not
+bash from sourcing the real user's ``~/.bashrc``; SFTP starts there too). Differences that are OpenSSH's own:
+sessions start in the user's home directory (not ``root``) under the user's login shell, SFTP is not
 confined, closing a channel does not end its process, and "signal" requests are refused for
 root logins (`services.hosts.ssh` copes with both). The returned `OpenSshServer` has the same
 attributes and methods as `simhost.ssh.SimSshServer`, plus ``pid``, ``config`` and ``log``.
@@ -143,12 +143,20 @@ def _write_config(
                 "MaxStartups 100",
                 "LogLevel INFO",
                 f"SetEnv {setenv}",
-                "Subsystem sftp internal-sftp",
+                # SFTP starts where the sessions' HOME is, as on a host whose passwd home that is: sshd would start
+                # it in the real user's home (here /root, shared by every test: a sudo upload stages its file in the
+                # SFTP start directory, and a test that checked /root for leftovers saw another test's, session 18)
+                f"Subsystem sftp internal-sftp -d {_sftp_dir(full_env.get('HOME'))}",
                 "",
             ]
         )
     )
     return config, ssh_dir / "sshd.log"
+
+
+def _sftp_dir(home: str | None) -> str:
+    """internal-sftp's start directory (`-d`, %-expanded by sshd): the given HOME, else the user's home (`%d`)."""
+    return "%d" if home is None else home.replace("%", "%%")
 
 
 async def _listening(host: str, port: int) -> bool:

@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 printf '%s\\n' "$1" >> "$PITCREW_TEST_SUDO_LOG"
+printf '%s\\n' "$*" >> "$PITCREW_TEST_SUDO_LOG.argv"
 exec "$@"
 """
 

@@ -201,6 +201,10 @@ async def test_upload_with_sudo_installs_through_a_staging_file(target):
     assert dest.read_text() == "new\n"
     assert stat.S_IMODE(dest.stat().st_mode) == 0o644
     assert read(target.sudo_log).splitlines() == ["install", "mv"]
+    # staged in the login user's HOME (the host's directory), never in the home of whoever runs the test: over OpenSSH
+    # SFTP started in /root, where another test looking for leftovers saw this one's file (session 18)
+    install = read(Path(f"{target.sudo_log}.argv")).splitlines()[0].split()
+    assert Path(install[-2]).parent == target.root, install
     assert sorted(p.name for p in target.work.iterdir()) == ["unit.service"]
     for home in (target.root, Path.home()):
         assert not list(home.glob(".pitcrew-upload-*")), f"staging file left in {home}"
