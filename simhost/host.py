@@ -122,8 +122,8 @@ class SimHost:
         return f"http://127.0.0.1:{self.server_port}"
 
     def received(self) -> list[dict[str, Any]]:
-        """What the simulated SGLang servers received, in order: per generation request
-        ``{"pid": the serving process, "stream": bool, "prompt": text}`` (`simstate.record_received`)."""
+        """What the simulated SGLang servers received, in order: per generation request ``{"pid": the serving
+        process, "stream": bool, "prompt": text, "max_tokens": n}`` (`simstate.record_received`)."""
         return simstate.received(self.root)
 
     @property

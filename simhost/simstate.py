@@ -44,11 +44,11 @@ def received_path(root: Path) -> Path:
     return root / "sim" / "received.jsonl"
 
 
-def record_received(root: Path, prompt: str, *, stream: bool) -> None:
-    """Append one request's prompt as the serving process received it, and whether it asked for a stream (one short
-    line: an appending write)."""
+def record_received(root: Path, prompt: str, *, stream: bool, max_tokens: int) -> None:
+    """Append one request's prompt as the serving process received it, whether it asked for a stream and how many
+    tokens at most (one short line: an appending write)."""
     with received_path(root).open("a") as f:
-        f.write(json.dumps({"pid": os.getpid(), "stream": stream, "prompt": prompt}) + "\n")
+        f.write(json.dumps({"pid": os.getpid(), "stream": stream, "prompt": prompt, "max_tokens": max_tokens}) + "\n")
 
 
 def received(root: Path) -> list[dict[str, Any]]:

@@ -192,7 +192,10 @@ class Experiments(Previews):
         state_before = await ops.state()
         try:
             async with ctx.step("ramp") as d:
-                res = await ramp(ops.spec.server_url, top, max_tokens=self.policy.ramp_tokens,
+                # requests no longer than the benchmark's own: a ramp is a probe of the load to come, not more of it
+                # (at the suite's 24-token benchmarks the 64-token ramp was most of a real llama.cpp trial's decoding)
+                res = await ramp(ops.spec.server_url, top,
+                                 max_tokens=min(self.policy.ramp_tokens, self.bench_defaults.output_len),
                                  timeout_s=min(self.bench_defaults.max_duration_s, 120.0),
                                  progress=lambda c: self.progress(ctx, f"ramp C={c}", f"up to C={top}"))
                 d.update({"levels_ok": res.levels_ok, "failed_at": res.failed_at, "seconds": round(res.seconds, 2),

@@ -28,7 +28,7 @@ class ExperimentPolicy:
     sweep_end: str = "best"  # "best" or "start"
     time_scale: float = 1.0
     ramp: bool = True  # after a start, load up to the top benchmark level in steps before the benchmark
-    ramp_tokens: int = 64
+    ramp_tokens: int = 64  # each ramp request's max_tokens, or the benchmark's output length when that is shorter
 
     @property
     def ready_deadline_s(self) -> float:

@@ -79,7 +79,7 @@ class App:
         self.health_timeout = 0.05
         self.error_log: Callable[[str], None] = lambda _msg: None
         # each generation request's prompt and whether it streams (the sim's record)
-        self.received: Callable[[str, bool], None] | None = None
+        self.received: Callable[[str, bool, int], None] | None = None
         self.last_heartbeat = time.strftime("%H:%M:%S")
         self.connections: set[asyncio.StreamWriter] = set()
 
@@ -182,7 +182,7 @@ class App:
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         prompt_tokens = count_prompt_tokens(body)
         if self.received is not None:
-            self.received(prompt_text(body), stream)
+            self.received(prompt_text(body), stream, max_tokens)
         rid = uuid.uuid4().hex
         created = int(time.time())
         chat = path == "/v1/chat/completions"

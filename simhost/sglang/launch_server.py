@@ -264,7 +264,8 @@ class Server:
                        access_log=lambda m: uvicorn("INFO", m))
         self.app.health_timeout = 20.0 * self.scale
         self.app.error_log = log
-        self.app.received = lambda prompt, stream: simstate.record_received(self.root, prompt, stream=stream)
+        self.app.received = lambda prompt, stream, max_tokens: simstate.record_received(
+            self.root, prompt, stream=stream, max_tokens=max_tokens)
         engine_task = asyncio.create_task(self.engine.run())
         uvicorn("INFO", f"Started server process [{os.getpid()}]")
         uvicorn("INFO", "Waiting for application startup.")

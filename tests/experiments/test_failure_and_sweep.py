@@ -56,6 +56,10 @@ async def test_seed_try_10_steps_stops_at_the_ramp_level_that_breaks(make_bot, s
     assert 0 < int(ramp.group(1)) < 300
     assert "cuda_oom_runtime" in text and "Rolled back automatically" in text, text
     assert not bot.messages(lambda d: d.thread_of == f"job:{job.id}" and d.reply.tables)  # nothing benchmarked
+    # the ramp's requests asked no more than the benchmark would (its 48 tokens, under the ramp's own 64)
+    received = bot.sim.received()
+    ramp = [r["max_tokens"] for r in received if not r["stream"] and str(r["prompt"]).startswith("Count from")]
+    assert ramp and set(ramp) == {48}, received
     assert bot.unit_text() == before
     await _serves(bot)
 

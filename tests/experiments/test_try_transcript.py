@@ -32,6 +32,9 @@ async def test_try_10_steps_posts_preview_progress_and_results(make_bot, systemd
 
     edits = [d for d in bot.messages(lambda d: d.key == f"job:{job_id}") if d.edit]
     assert edits and "succeeded" in edits[-1].reply.text
+    # the ramp at C=1 (its requests do not stream, the benchmark's do) asked its 64 tokens, under the benchmark's 128
+    ramp = [r for r in bot.sim.received() if not r["stream"] and str(r["prompt"]).startswith("Count from")]
+    assert [r["max_tokens"] for r in ramp] == [64], bot.sim.received()
     tables = bot.messages(lambda d: d.thread_of == f"job:{job_id}" and d.reply.tables)
     assert len(tables) == 1
     table = tables[0].reply.tables[0]
