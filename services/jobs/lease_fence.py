@@ -44,9 +44,25 @@ class Fence:
         t0 = time.monotonic()
         ok = await self.leases.check(f"host:{self.host}", self.holder, self.token, margin_s=self.margin_s)
         if not ok:
-            self.lose("the lease lapsed or was taken over")
+            self.lose(await self.why_not_held())
             raise LeaseLost(f"this bot no longer holds {self.host} ({self.lost})")
         self.confirmed_at = t0
+
+    async def why_not_held(self) -> str:
+        """Why the lease no longer protects the job, as the database has it: another holder (or token) took it, it is
+        gone, or it lapses within the margin — the heartbeat last confirmed it N s ago (a heartbeat that came that
+        late is a database link down, or this process's event loop kept from running)."""
+        since = time.monotonic() - self.confirmed_at
+        try:
+            info = await self.leases.get(f"host:{self.host}")
+        except Exception:  # the reason is best effort; the lease is lost either way
+            return f"the lease lapsed or was taken over (last confirmed {since:.0f} s ago; it could not be read)"
+        if info is None:
+            return f"the lease is gone from the database (last confirmed {since:.0f} s ago)"
+        if info.holder != self.holder or info.token != self.token:
+            return f"the lease was taken over by {info.holder} (last confirmed {since:.0f} s ago)"
+        return (f"the lease lapses within its {self.margin_s:.2g} s margin: last confirmed {since:.1f} s ago, "
+                f"renewed every {self.leases.ttl_s / 6:.2g} s")
 
 
 def holder_dead(holder: str) -> bool:

@@ -447,7 +447,7 @@ class JobRunner(JobReads):
             t0 = time.monotonic()
             try:
                 if not await self.leases.renew(f"host:{fence.host}", self.holder, fence.token):
-                    fence.lose("the lease lapsed or was taken over")
+                    fence.lose(await fence.why_not_held())
                 else:
                     fence.confirmed_at = t0
             except Exception as e:

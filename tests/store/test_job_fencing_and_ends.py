@@ -62,6 +62,24 @@ async def test_a_host_action_needs_the_lease_token_by_the_database_clock(db: Dat
     assert again is not None and not await leases.check("host:gpu-1", "bot-b", token)
 
 
+async def test_a_lost_lease_says_what_the_database_has_taken_over_gone_or_lapsing(db: Database) -> None:
+    leases = Leases(db, ttl_s=0.6)
+    token = await leases.take("host:gpu-1", "bot-a", job_id=1)
+    assert token is not None
+    late = Fence(leases, "gpu-1", "bot-a", token)
+    await asyncio.sleep(0.45)  # no heartbeat (one every 0.1 s would renew it): it lapses within the 0.2 s margin
+    with pytest.raises(LeaseLost, match=r"lapses within its 0\.2 s margin: last confirmed \d+\.\d s ago, renewed "
+                                        r"every 0\.1 s"):
+        await late()
+    await asyncio.sleep(0.2)
+    assert await leases.take("host:gpu-1", "bot-b", job_id=2) is not None
+    with pytest.raises(LeaseLost, match=r"the lease was taken over by bot-b \(last confirmed \d+ s ago\)"):
+        await Fence(leases, "gpu-1", "bot-a", token)()
+    await leases.release("host:gpu-1", "bot-b")
+    with pytest.raises(LeaseLost, match=r"the lease is gone from the database"):
+        await Fence(leases, "gpu-1", "bot-a", token)()
+
+
 async def _job(db: Database) -> int:
     async with db.session() as s:
         job = Job(kind="try", host="gpu-1", state="running", requested_by="U1", requested_by_name="alice",
