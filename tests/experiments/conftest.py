@@ -103,10 +103,10 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
                        policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
                        sim_opts: dict[str, Any] | None = None, via: str = "asyncssh",
-                       engine: str = "sglang", systemd: str = "python") -> BotUnderTest:
+                       engine: str = "sglang", systemd: str = "python", lease_ttl_s: float = 30.0) -> BotUnderTest:
             """``via="openssh"``: the bot reaches the simulated host through a real OpenSSH sshd instead.
             ``systemd="real"``: the host runs systemd 252 itself (reached through its own sshd, as ``pitcrew``
-            with sudo)."""
+            with sudo). ``lease_ttl_s``: the job lease's TTL (production's 30 s by default)."""
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
                                                           time_scale=TIME_SCALE, engine=engine, systemd=systemd,
                                                           **(sim_opts or {})))
@@ -121,7 +121,7 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
                                      bench=bench or BENCH, policy={"roles": {"*": "admin"}, "confirm": list(confirm),
                                              **(policy or {})})
             core = await build_core(settings, stack, transport="test", time_scale=TIME_SCALE, watch_journals=watch,
-                                    start_scheduler=False)
+                                    start_scheduler=False, lease_ttl_s=lease_ttl_s)
             transcript = TranscriptDeliverer()
             stop = asyncio.Event()
             # the production poll (0.2 s; an enqueue wakes it at once): one claim is ~3.6 ms of CPU on an empty
