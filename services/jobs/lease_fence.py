@@ -29,6 +29,11 @@ class Fence:
     def margin_s(self) -> float:
         return self.leases.ttl_s / 3
 
+    @property
+    def heartbeat_s(self) -> float:
+        """How often the job's heartbeat renews the lease: six times a TTL."""
+        return max(self.leases.ttl_s / 6, 0.05)
+
     def expired_locally(self) -> bool:
         """Not confirmed for so long that the lease may have lapsed in the database (its link is down)."""
         return time.monotonic() - self.confirmed_at > self.leases.ttl_s - self.margin_s
@@ -62,7 +67,7 @@ class Fence:
         if info.holder != self.holder or info.token != self.token:
             return f"the lease was taken over by {info.holder} (last confirmed {since:.0f} s ago)"
         return (f"the lease lapses within its {self.margin_s:.2g} s margin: last confirmed {since:.1f} s ago, "
-                f"renewed every {self.leases.ttl_s / 6:.2g} s")
+                f"renewed every {self.heartbeat_s:.2g} s")
 
 
 def holder_dead(holder: str) -> bool:

@@ -441,9 +441,8 @@ class JobRunner(JobReads):
         return True
 
     async def _heartbeat(self, fence: Fence) -> None:
-        interval = max(self.leases.ttl_s / 6, 0.05)
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(fence.heartbeat_s)
             t0 = time.monotonic()
             try:
                 if not await self.leases.renew(f"host:{fence.host}", self.holder, fence.token):
