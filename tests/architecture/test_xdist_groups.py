@@ -16,6 +16,7 @@ from support.xdist_groups import (
     MEASUREMENTS,
     PACED,
     PACED_UNITS,
+    STARVED_LEASE_S,
     SWEEP_UNITS,
     SWEEPS,
     WALLCLOCK,
@@ -26,6 +27,7 @@ from support.xdist_groups import (
     is_serial,
     is_sweep,
     is_wallclock,
+    lease_ttl_s,
     phase_files,
     serial_nice,
     xdist_scope,
@@ -113,6 +115,9 @@ def test_the_measurements_run_at_normal_priority_and_the_long_wallclock_units_be
     assert is_wallclock("tests/experiments/test_tune_job.py::test_b") and xdist_scope(
         "tests/experiments/test_tune_job.py::test_b") == "wallclock-tune"
     assert serial_nice("tests/reliability/test_rel_kill.py::test_d") is None  # phase 1: as it is
+    # a bot under a test at that priority holds a lease that outlasts its starvation; every other keeps production's
+    assert lease_ttl_s("tests/experiments/test_tune_job.py::test_b") == STARVED_LEASE_S > 30.0
+    assert lease_ttl_s("tests/experiments/test_try_transcript.py::test_a[systemd-python]") == 30.0
 
 
 def test_the_longest_tests_are_named_by_existing_files_and_collected_first() -> None:

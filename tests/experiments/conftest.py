@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from support.job_wait import JobEnds
+from support.xdist_groups import lease_ttl_s
 
 from bot.app import Core, build_core
 from bot.delivery import run_delivery
@@ -96,17 +97,18 @@ BENCH = {"concurrency": [1], "requests_per_level": 6, "warmup": 1, "input_len": 
 
 
 @pytest.fixture
-async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+async def make_bot(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Any]]:
     from simhost.host import SimHost
 
     async with AsyncExitStack() as stack:
         async def make(scenario: str = "healthy", *, confirm: tuple[str, ...] = (), watch: bool = False,
                        policy: dict[str, Any] | None = None, bench: dict[str, Any] | None = None,
                        sim_opts: dict[str, Any] | None = None, via: str = "asyncssh",
-                       engine: str = "sglang", systemd: str = "python", lease_ttl_s: float = 30.0) -> BotUnderTest:
+                       engine: str = "sglang", systemd: str = "python") -> BotUnderTest:
             """``via="openssh"``: the bot reaches the simulated host through a real OpenSSH sshd instead.
             ``systemd="real"``: the host runs systemd 252 itself (reached through its own sshd, as ``pitcrew``
-            with sudo). ``lease_ttl_s``: the job lease's TTL (production's 30 s by default)."""
+            with sudo). The job lease is production's 30 s, longer for a test at the lowest priority
+            (`support.xdist_groups.lease_ttl_s`)."""
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
                                                           time_scale=TIME_SCALE, engine=engine, systemd=systemd,
                                                           **(sim_opts or {})))
@@ -121,7 +123,7 @@ async def make_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
                                      bench=bench or BENCH, policy={"roles": {"*": "admin"}, "confirm": list(confirm),
                                              **(policy or {})})
             core = await build_core(settings, stack, transport="test", time_scale=TIME_SCALE, watch_journals=watch,
-                                    start_scheduler=False, lease_ttl_s=lease_ttl_s)
+                                    start_scheduler=False, lease_ttl_s=lease_ttl_s(request.node.nodeid))
             transcript = TranscriptDeliverer()
             stop = asyncio.Event()
             # the production poll (0.2 s; an enqueue wakes it at once): one claim is ~3.6 ms of CPU on an empty

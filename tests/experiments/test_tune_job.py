@@ -12,11 +12,6 @@ import pytest
 
 # 16 requests in flight: with fewer than 16 running-request slots some wait a whole request (96 tokens) for
 # their first token, far over the limit
-# The tunes run beside phase 1 at nice 19 (tests/support/xdist_groups.py): a nice-19 process gets ~1.5 % of a core
-# against one at nice 0, and session 18's fresh-clone run saw a tune's 30 s job lease lapse (no heartbeat confirmed for
-# 20 s, the fence's margin) while the lease scenarios' bots and PostgreSQL ran at normal priority. What these tests
-# assert is the tune's search, not the lease (tests/reliability has those): the bot's lease outlasts that starvation.
-STARVED_LEASE_S = 120.0
 BENCH = {"concurrency": [16], "requests_per_level": 32, "warmup": 1, "input_len": 32, "output_len": 96}
 TUNE = "tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms in 6 restarts"
 
@@ -26,7 +21,7 @@ def _job_id(text: str) -> int:
 
 
 async def test_tune_preview_states_knobs_goal_and_budget_and_refuses_a_bad_flag(make_bot) -> None:
-    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",), lease_ttl_s=STARVED_LEASE_S)
+    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",))
     reply = await bot.say("tune steps 2..4, mem 0.84,0.90 for throughput at 16 with ttft p95 under 250ms")
     job_id = _job_id(reply.text)
     (preview,) = bot.messages(lambda d: d.key == f"job:{job_id}" and not d.edit) or await bot.wait_messages(
@@ -48,7 +43,7 @@ async def test_tune_preview_states_knobs_goal_and_budget_and_refuses_a_bad_flag(
 
 
 async def test_tune_preview_estimates_the_time_from_the_hosts_recorded_steps(make_bot) -> None:
-    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",), lease_ttl_s=STARVED_LEASE_S)
+    bot = await make_bot("healthy", bench=BENCH, confirm=("tune",))
     done = await bot.wait_job(_job_id((await bot.say("try 2 steps")).text), timeout=120)
     assert done.state == "succeeded", done.summary
     steps = await bot.core.jobs.step_seconds(done.host, ("stop", "start", "ramp", "benchmark"))
@@ -67,7 +62,7 @@ async def test_tune_preview_estimates_the_time_from_the_hosts_recorded_steps(mak
 @pytest.mark.slow
 @pytest.mark.timeout(450)  # ~1 min on a quiet machine; 2-3x that with the shared cores busy
 async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_before_the_verdict(make_bot) -> None:
-    bot = await make_bot("healthy", bench=BENCH, lease_ttl_s=STARVED_LEASE_S)
+    bot = await make_bot("healthy", bench=BENCH)
     before = bot.unit_text()
     job = await bot.wait_job(_job_id((await bot.say(TUNE)).text), timeout=400)
     assert job.state == "succeeded", job.summary
@@ -183,7 +178,7 @@ async def test_tune_finds_the_best_rolls_back_a_crash_and_confirms_the_best_befo
 @pytest.mark.timeout(600)  # two tunes: ~1.5 min on a quiet machine
 async def test_a_cancelled_tune_puts_the_start_back_and_resumes_without_restarting_what_it_measured(
         make_bot) -> None:
-    bot = await make_bot("healthy", bench=BENCH, lease_ttl_s=STARVED_LEASE_S)
+    bot = await make_bot("healthy", bench=BENCH)
     before = bot.unit_text()
     job_id = _job_id((await bot.say(TUNE)).text)
     # wait until a second trial has deployed: cancelling then must go back past the first trial's configuration
@@ -240,8 +235,7 @@ async def test_a_tune_cancelled_during_its_confirmation_puts_the_start_back_and_
         make_bot) -> None:
     # few light requests (C=4): the simulated server paces every token, so at C=8-16 on a loaded machine both
     # configurations read what the CPU lets through, not what the model says
-    bot = await make_bot("healthy", bench={**BENCH, "concurrency": [4], "requests_per_level": 12},
-                         lease_ttl_s=STARVED_LEASE_S)
+    bot = await make_bot("healthy", bench={**BENCH, "concurrency": [4], "requests_per_level": 12})
     # the start: steps 1 (123 tok/s at C=1), less than half of steps 4 (277 tok/s, simhost/sglang/model.py). A
     # resumed tune compares job 1's trial with the start it measures itself, at another moment: with the healthy
     # start (steps 3, 240 tok/s) a busy machine could read the trial's 15 % as less than that (session 8: the

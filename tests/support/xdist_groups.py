@@ -83,6 +83,11 @@ WALLCLOCK_UNITS = {
 # TTLs come first
 WALLCLOCK_LOW = (*WALLCLOCK_UNITS["wallclock-tune"], *WALLCLOCK_UNITS["wallclock-overlap"])
 LOW_NICE = 19
+# The job lease of a bot under a test at LOW_NICE (tests/experiments' `make_bot`: the tunes). A nice-19 process gets
+# ~1.5 % of a core against one at nice 0, and a tune's 30 s lease once lapsed (no renew confirmed for 20 s, the fence's
+# margin) while the lease scenarios' bots and PostgreSQL ran at normal priority (session 18). Those tests assert the
+# search, not the lease (tests/reliability does): their bot's lease outlasts that starvation.
+STARVED_LEASE_S = 120.0
 SWEEPS = tuple(prefix for prefixes in SWEEP_UNITS.values() for prefix in prefixes)
 WALLCLOCK = tuple(prefix for prefixes in WALLCLOCK_UNITS.values() for prefix in prefixes)
 # every named work unit, each with the prefixes of the node ids it takes (a file path is a prefix of its tests' ids)
@@ -164,6 +169,11 @@ def serial_nice(nodeid: str) -> int | None:
     if nodeid.startswith(WALLCLOCK_LOW):
         return LOW_NICE
     return 0 if is_serial(nodeid) else None
+
+
+def lease_ttl_s(nodeid: str) -> float:
+    """The job lease TTL of the bot under the test `nodeid`: production's 30 s, or `STARVED_LEASE_S` at LOW_NICE."""
+    return STARVED_LEASE_S if serial_nice(nodeid) == LOW_NICE else 30.0
 
 
 def phase_files(marker: str) -> tuple[str, ...] | None:
