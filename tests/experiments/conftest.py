@@ -97,7 +97,8 @@ BENCH = {"concurrency": [1], "requests_per_level": 6, "warmup": 1, "input_len": 
 
 
 @pytest.fixture
-async def make_bot(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Any]]:
+async def make_bot(tmp_path: Path, request: pytest.FixtureRequest,
+                   migrated_sqlite: Callable[[Path], str]) -> AsyncIterator[Callable[..., Any]]:
     from simhost.host import SimHost
 
     async with AsyncExitStack() as stack:
@@ -119,7 +120,7 @@ async def make_bot(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncItera
                 info.update(ssh_host=sshd.host, ssh_port=sshd.port, user=sshd.user, client_key=str(sshd.client_key),
                             known_hosts=str(sshd.known_hosts))
             host = host_entry(info)
-            settings = load_settings(None, db={"url": f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"}, hosts=[host],
+            settings = load_settings(None, db={"url": migrated_sqlite(tmp_path / "bot.db")}, hosts=[host],
                                      bench=bench or BENCH, policy={"roles": {"*": "admin"}, "confirm": list(confirm),
                                              **(policy or {})})
             core = await build_core(settings, stack, transport="test", time_scale=TIME_SCALE, watch_journals=watch,

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from incidents_kit import JournalHost, start_journal_host, stop_journal_host
 
-from services.store.db import Database
-
 
 @pytest.fixture
 async def journal_host(tmp_path: Path) -> AsyncIterator[JournalHost]:
@@ -20,11 +18,3 @@ async def journal_host(tmp_path: Path) -> AsyncIterator[JournalHost]:
         await stop_journal_host(jh)
 
 
-@pytest.fixture
-async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
-    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'pitcrew.db'}")
-    await db.migrate()
-    try:
-        yield db
-    finally:
-        await db.close()

@@ -16,7 +16,7 @@ SCALE = 0.002
 
 
 @pytest.fixture
-async def rel_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+async def rel_bot(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> AsyncIterator[Callable[..., Any]]:
     from simhost.host import SimHost
 
     async with AsyncExitStack() as stack:
@@ -25,7 +25,7 @@ async def rel_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
                        sim_dir: Path | None = None, systemd: str = "python") -> RelBot:
             sim = await stack.enter_async_context(SimHost(sim_dir or tmp_path / "sim", scenario=scenario,
                                                           time_scale=scale, systemd=systemd))
-            url = db_url or f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+            url = db_url or migrated_sqlite(tmp_path / "bot.db")
             core = await build_core(settings_for(sim.info, url, policy=policy, bench=bench), stack,
                                     transport="test", time_scale=scale, watch_journals=False,
                                     start_scheduler=False)
@@ -35,10 +35,11 @@ async def rel_bot(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+async def any_db_url(request: pytest.FixtureRequest, tmp_path: Path,
+                     migrated_sqlite: Callable[[Path], str]) -> AsyncIterator[str]:
     """A database URL on each engine: a SQLite file, or a fresh PostgreSQL database (dropped after)."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+        yield migrated_sqlite(tmp_path / "bot.db")
         return
     if not PG_URL:
         pytest.skip("set PITCREW_TEST_PG_URL for the PostgreSQL half")

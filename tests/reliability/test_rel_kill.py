@@ -8,6 +8,7 @@ The bot runs in its own process (`rel_bot_proc.py`), the simulated host in anoth
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,9 @@ async def _outbox_text(db: Database, key: str) -> str | None:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path):
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path, migrated_sqlite: Callable[[Path], str]):
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+        yield migrated_sqlite(tmp_path / "bot.db")
         return
     if not PG_URL:
         pytest.skip("set PITCREW_TEST_PG_URL for the PostgreSQL half")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -17,16 +16,6 @@ from bot.slack_client import build_web_client
 from handlers.contract import ChatMessage, Reply
 from services.store.db import Database
 from services.store.outbox import OutboxStore
-
-
-@pytest.fixture
-async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'slack.db'}")
-    await database.migrate()
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 @pytest.fixture
