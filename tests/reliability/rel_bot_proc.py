@@ -8,6 +8,9 @@ dispatches each `--say` through the router, and prints one JSON line per event o
 ``ready`` (with its holder and the jobs it marked interrupted), ``submitted``, ``started``,
 ``finished``. With ``--until-idle`` it exits once the host has no open job left; otherwise it
 runs until SIGTERM (or SIGKILL, which is the point).
+
+The tests start it with `rel_kit.start_bot_proc`: forked (`forked`) from a fork server that has imported the bot
+once per test process, not from a fresh interpreter; the command line above runs the same `run`.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import signal
+import socket
 import sys
 import time
 from contextlib import AsyncExitStack
@@ -75,7 +80,7 @@ async def main(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--db", required=True)
     p.add_argument("--host-json", required=True)
@@ -85,6 +90,25 @@ if __name__ == "__main__":
     p.add_argument("--lease-ttl", type=float, default=30.0)
     p.add_argument("--say", action="append", default=[])
     p.add_argument("--until-idle", action="store_true")
-    ns = p.parse_args()
+    ns = p.parse_args(argv)
     ns.info = json.loads(Path(ns.host_json).read_text())
-    sys.exit(asyncio.run(main(ns)))
+    return asyncio.run(main(ns))
+
+
+def forked(argv: list[str], out: socket.socket, err: socket.socket | None) -> None:
+    """`run(argv)` in a process forked from `rel_kit`'s fork server: `out` (and `err`, else /dev/null) become its
+    stdout and stderr; its exit status is `run`'s."""
+    os.dup2(out.fileno(), 1)
+    out.close()
+    if err is not None:
+        os.dup2(err.fileno(), 2)
+        err.close()
+    else:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+    sys.exit(run(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

@@ -9,9 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.process
 import os
 import re
 import signal
+import socket
 import sys
 import uuid
 from collections.abc import Callable
@@ -141,13 +145,80 @@ def job_id_of(reply: Reply) -> int:
 
 
 REPO = Path(__file__).resolve().parent.parent.parent
-BOT_PROC = Path(__file__).resolve().parent / "rel_bot_proc.py"
+
+
+# The modules a bot process needs, imported once by the fork server each test process starts on its first bot
+# process: a bot forked from it starts with them imported (~1 CPU-s each otherwise, ~25 bot processes a `make test`).
+# `rel_bot_proc` imports them inside `main`; a module missing here is imported by each child, nothing breaks.
+FORK_PRELOAD = ["bot.app", "handlers.contract", "services.jobs.events", "rel_kit", "rel_bot_proc"]
+_fork_context: multiprocessing.context.ForkServerContext | None = None
+
+
+class ForkedProcess:
+    """The part of `asyncio.subprocess.Process` the tests use, for a `multiprocessing` process forked from the fork
+    server: `pid`, `returncode` (-N for a signal, as asyncio's), `stdout`/`stderr` stream readers (`stderr` None
+    when not asked for), `wait()`, `terminate()`, `kill()`, `send_signal()`."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess, stdout: asyncio.StreamReader,
+                 stderr: asyncio.StreamReader | None, writers: list[asyncio.StreamWriter]) -> None:
+        self._process = process
+        self.pid = int(process.pid or 0)
+        self.stdout = stdout
+        self.stderr = stderr
+        self._writers = writers
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    async def wait(self) -> int:
+        while self._process.exitcode is None:
+            ended = asyncio.get_running_loop().create_future()
+            asyncio.get_running_loop().add_reader(self._process.sentinel, ended.set_result, None)
+            try:
+                await ended
+            finally:
+                asyncio.get_running_loop().remove_reader(self._process.sentinel)
+        for w in self._writers:
+            w.close()
+        return int(self._process.exitcode)
+
+    def send_signal(self, sig: int) -> None:
+        if self._process.exitcode is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+async def _forked_bot(argv: list[str], *, stderr: bool) -> ForkedProcess:
+    """`rel_bot_proc.run(argv)` in a process forked from this test process's fork server."""
+    import rel_bot_proc
+
+    global _fork_context
+    if _fork_context is None:
+        _fork_context = multiprocessing.get_context("forkserver")
+        _fork_context.set_forkserver_preload(FORK_PRELOAD)
+    ours, theirs = zip(*(socket.socketpair() for _ in range(2 if stderr else 1)), strict=True)
+    # daemon: a bot a failed test left running is ended when its test process exits (multiprocessing's atexit)
+    process = _fork_context.Process(target=rel_bot_proc.forked, args=(argv, theirs[0], theirs[1] if stderr else None),
+                                    daemon=True)
+    try:
+        await asyncio.to_thread(process.start)  # the fork server's first start imports FORK_PRELOAD
+    finally:
+        for sock in theirs:
+            sock.close()
+    streams = [await asyncio.open_connection(sock=sock) for sock in ours]
+    return ForkedProcess(process, streams[0][0], streams[1][0] if stderr else None, [w for _, w in streams])
 
 
 class Proc:
     """A child process whose stdout is JSON lines; `events` collects them as they come."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process | ForkedProcess) -> None:
         self.proc = proc
         self.events: list[dict[str, Any]] = []
         self._reader = asyncio.create_task(self._read())
@@ -206,7 +277,7 @@ async def start_bot_proc(db_url: str, host_json: Path, *, say: list[str] = (),  
                          scale: float = 0.002, bench: dict[str, Any] | None = None,
                          until_idle: bool = False, stderr: bool = False,
                          policy: dict[str, Any] | None = None, lease_ttl_s: float | None = None) -> Proc:
-    argv = [sys.executable, str(BOT_PROC), "--db", db_url, "--host-json", str(host_json), "--scale", str(scale)]
+    argv = ["--db", db_url, "--host-json", str(host_json), "--scale", str(scale)]
     if bench:
         argv += ["--bench", json.dumps(bench)]
     if policy:
@@ -217,9 +288,7 @@ async def start_bot_proc(db_url: str, host_json: Path, *, say: list[str] = (),  
         argv += ["--say", s]
     if until_idle:
         argv.append("--until-idle")
-    err = asyncio.subprocess.PIPE if stderr else asyncio.subprocess.DEVNULL
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=str(REPO), stdout=asyncio.subprocess.PIPE, stderr=err)
-    return Proc(proc)
+    return Proc(await _forked_bot(argv, stderr=stderr))
 
 
 async def start_sim_proc(sim_dir: Path, *, scale: float = 0.002, scenario: str = "healthy") -> Proc:
