@@ -161,27 +161,35 @@ class ForkedProcess:
 
     def __init__(self, process: multiprocessing.process.BaseProcess, stdout: asyncio.StreamReader,
                  stderr: asyncio.StreamReader | None, writers: list[asyncio.StreamWriter]) -> None:
+        # `writers`: kept for their transports, which close themselves at the child's end of the streams (EOF), after
+        # everything it wrote has been read
         self._process = process
         self.pid = int(process.pid or 0)
         self.stdout = stdout
         self.stderr = stderr
         self._writers = writers
+        self._ended: asyncio.Future[None] | None = None
 
     @property
     def returncode(self) -> int | None:
         return self._process.exitcode
 
     async def wait(self) -> int:
-        while self._process.exitcode is None:
-            ended = asyncio.get_running_loop().create_future()
-            asyncio.get_running_loop().add_reader(self._process.sentinel, ended.set_result, None)
-            try:
-                await ended
-            finally:
-                asyncio.get_running_loop().remove_reader(self._process.sentinel)
-        for w in self._writers:
-            w.close()
-        return int(self._process.exitcode)
+        if self._process.exitcode is None:
+            if self._ended is None:  # one reader of the sentinel for every waiter (a second add_reader replaces it)
+                loop = asyncio.get_running_loop()
+                self._ended = loop.create_future()
+
+                def ended() -> None:
+                    loop.remove_reader(self._process.sentinel)
+                    if self._ended is not None and not self._ended.done():
+                        self._ended.set_result(None)
+
+                loop.add_reader(self._process.sentinel, ended)
+            await asyncio.shield(self._ended)
+        code = self._process.exitcode
+        assert code is not None, "the fork server reported no exit status"  # it writes one before the sentinel ends
+        return code
 
     def send_signal(self, sig: int) -> None:
         if self._process.exitcode is None:
