@@ -150,6 +150,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 # The modules a bot process needs, imported once by the fork server each test process starts on its first bot
 # process: a bot forked from it starts with them imported (~1 CPU-s each otherwise, ~25 bot processes a `make test`).
 # `rel_bot_proc` imports them inside `main`; a module missing here is imported by each child, nothing breaks.
+# The fork server keeps the environment, working directory and scheduling priority its test process had at its
+# first bot (make test's units that start bots each run at one priority: support.xdist_groups).
 FORK_PRELOAD = ["bot.app", "handlers.contract", "services.jobs.events", "rel_kit", "rel_bot_proc"]
 _fork_context: multiprocessing.context.ForkServerContext | None = None
 
