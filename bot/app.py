@@ -29,7 +29,7 @@ from services.events import EventBus
 from services.experiments import BenchDefaults, ExperimentPolicy, Experiments, Results, host_recovery, job_pipeline
 from services.hosts import HostPool, HostSpec
 from services.incidents import AutoRollbackRequested, IncidentWatch
-from services.jobs import JobRunner
+from services.jobs import LEASE_TTL_S, JobRunner
 from services.status import FleetStatus
 from services.store import SYSTEM, AuditActor, AuditLog, Database, Leases, OutboxDraft, OutboxStore, Schedules, SeenKeys
 from services.units import Revisions
@@ -73,7 +73,8 @@ def policy_of(settings: Settings) -> Policy:
 
 
 async def build_core(settings: Settings, stack: AsyncExitStack, *, transport: str, time_scale: float = 1.0,
-                     watch_journals: bool = True, lease_ttl_s: float = 30.0, start_scheduler: bool = True) -> Core:
+                     watch_journals: bool = True, lease_ttl_s: float = LEASE_TTL_S,
+                     start_scheduler: bool = True) -> Core:
     """Build and start everything except the transport itself."""
     holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
     db = Database(settings.db.url, echo=settings.db.echo)

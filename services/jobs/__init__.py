@@ -5,9 +5,10 @@ The names below are the package's public API: other packages import only these."
 
 from services.jobs.context import JobContext
 from services.jobs.events import JobFinished, JobProgressed, JobRef, JobResultsReady, JobStarted
-from services.jobs.runner import JobRunner
+from services.jobs.runner import LEASE_TTL_S, JobRunner
 
 __all__ = [
+    "LEASE_TTL_S",
     "JobContext",
     "JobFinished",
     "JobProgressed",

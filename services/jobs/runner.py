@@ -84,11 +84,15 @@ class _Active:
     task: asyncio.Task[None] | None = None
 
 
+# How long a job's host lease lasts without a renewal (the heartbeat renews it six times a TTL: `Fence.heartbeat_s`)
+LEASE_TTL_S = 30.0
+
+
 class JobRunner(JobReads):
     """Owns the per-host worker tasks and the job table's state transitions."""
 
     def __init__(self, db: Database, bus: EventBus, audit: AuditLog, *, holder: str, host_names: list[str],
-                 pipeline: Pipeline, lease_ttl_s: float = 30.0, max_queued_per_host: int = 10,
+                 pipeline: Pipeline, lease_ttl_s: float = LEASE_TTL_S, max_queued_per_host: int = 10,
                  poll_s: float = 1.0, describe_host: Callable[[str], Awaitable[str]] | None = None,
                  recover_host: HostRecovery | None = None, restore_before: HostRecovery | None = None,
                  end_messages: EndMessages | None = None, drain_s: float = 90.0,

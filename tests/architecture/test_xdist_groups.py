@@ -33,6 +33,8 @@ from support.xdist_groups import (
     xdist_scope,
 )
 
+from services.jobs import LEASE_TTL_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -116,8 +118,8 @@ def test_the_measurements_run_at_normal_priority_and_the_long_wallclock_units_be
         "tests/experiments/test_tune_job.py::test_b") == "wallclock-tune"
     assert serial_nice("tests/reliability/test_rel_kill.py::test_d") is None  # phase 1: as it is
     # a bot under a test at that priority holds a lease that outlasts its starvation; every other keeps production's
-    assert lease_ttl_s("tests/experiments/test_tune_job.py::test_b") == STARVED_LEASE_S > 30.0
-    assert lease_ttl_s("tests/experiments/test_try_transcript.py::test_a[systemd-python]") == 30.0
+    assert lease_ttl_s("tests/experiments/test_tune_job.py::test_b") == STARVED_LEASE_S > LEASE_TTL_S
+    assert lease_ttl_s("tests/experiments/test_try_transcript.py::test_a[systemd-python]") == LEASE_TTL_S
 
 
 def test_the_longest_tests_are_named_by_existing_files_and_collected_first() -> None:

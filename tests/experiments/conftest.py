@@ -108,7 +108,7 @@ async def make_bot(tmp_path: Path, request: pytest.FixtureRequest,
                        engine: str = "sglang", systemd: str = "python") -> BotUnderTest:
             """``via="openssh"``: the bot reaches the simulated host through a real OpenSSH sshd instead.
             ``systemd="real"``: the host runs systemd 252 itself (reached through its own sshd, as ``pitcrew``
-            with sudo). The job lease is production's 30 s, longer for a test at the lowest priority
+            with sudo). The job lease is production's (`LEASE_TTL_S`), longer for a test at the lowest priority
             (`support.xdist_groups.lease_ttl_s`)."""
             sim = await stack.enter_async_context(SimHost(tmp_path / "sim", scenario=scenario,
                                                           time_scale=TIME_SCALE, engine=engine, systemd=systemd,

@@ -81,13 +81,15 @@ async def main(args: argparse.Namespace) -> int:
 
 
 def run(argv: list[str]) -> int:
+    from services.jobs import LEASE_TTL_S
+
     p = argparse.ArgumentParser()
     p.add_argument("--db", required=True)
     p.add_argument("--host-json", required=True)
     p.add_argument("--scale", type=float, default=0.002)
     p.add_argument("--bench", default="")
     p.add_argument("--policy", default="")
-    p.add_argument("--lease-ttl", type=float, default=30.0)
+    p.add_argument("--lease-ttl", type=float, default=LEASE_TTL_S)
     p.add_argument("--say", action="append", default=[])
     p.add_argument("--until-idle", action="store_true")
     ns = p.parse_args(argv)

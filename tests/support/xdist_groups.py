@@ -4,6 +4,8 @@ through xdist's scheduler hook and the marks at collection)."""
 
 from __future__ import annotations
 
+from services.jobs import LEASE_TTL_S
+
 # Test files whose tests share an expensive session fixture and must run on one xdist worker, one after the other:
 # `make test`'s `--dist loadgroup` sends each group to a single worker (and, being the largest work units, first).
 # Declared here by path rather than with xdist's `xdist_group` mark: xdist 3.8 tags a grouped test by rewriting
@@ -172,8 +174,9 @@ def serial_nice(nodeid: str) -> int | None:
 
 
 def lease_ttl_s(nodeid: str) -> float:
-    """The job lease TTL of the bot under the test `nodeid`: production's 30 s, or `STARVED_LEASE_S` at LOW_NICE."""
-    return STARVED_LEASE_S if serial_nice(nodeid) == LOW_NICE else 30.0
+    """The job lease TTL of the bot under the test `nodeid`: production's (`services.jobs.LEASE_TTL_S`), or
+    `STARVED_LEASE_S` at LOW_NICE."""
+    return STARVED_LEASE_S if serial_nice(nodeid) == LOW_NICE else LEASE_TTL_S
 
 
 def phase_files(marker: str) -> tuple[str, ...] | None:
