@@ -247,11 +247,13 @@ class TuneSearch:
     # ---- ask / tell ---------------------------------------------------------------------------------
     def ask(self) -> dict[str, str] | None:
         """The next configuration to evaluate, or None when the search is done (`stopped` says why)."""
-        if self.restarts >= self.budget:
-            self.stopped = f"the budget of {self.budget} restarts is spent"
-            return None
+        # the grid first: a grid whose last configuration took the budget's last restart ended for want of
+        # configurations, not of restarts
         if len(self.points) >= grid_size(self.knobs):
             self.stopped = "every configuration of the grid was evaluated"
+            return None
+        if self.restarts >= self.budget:
+            self.stopped = f"the budget of {self.budget} restarts is spent"
             return None
         if self.since_gain >= self.patience and self.best_point() is not None:
             self.stopped = (f"{self.since_gain} restarts in a row found nothing measurably better than the best "

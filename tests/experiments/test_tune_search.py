@@ -107,6 +107,29 @@ async def test_stops_when_nothing_measurable_is_left_to_gain() -> None:
     assert "measurably better" in search.stopped
 
 
+async def test_a_grid_evaluated_on_the_last_restart_of_the_budget_says_so() -> None:
+    """The whole grid in exactly its budget: the search ended because nothing was left, not for the budget (CI,
+    stop 41: a tune whose last configuration took the budget's last restart said "the budget ... is spent")."""
+    knobs = (TuneKnob(A, ("2", "3")), TuneKnob(B, ("0.84", "0.9")))
+    ev = Evaluator(0)
+
+    async def ramp(changes: dict[str, str]) -> Point:
+        ev.restarted.append(changes)
+        return Point(changes, OK, throughput=1000.0 + 300.0 * len(ev.restarted), ttft_p95_ms=100.0, restarted=True)
+
+    search = TuneSearch(knobs, GOAL, seed=0, budget=4, noise=measure_noise({}, 16), patience=10)
+    await search_loop(search, ramp, ev.gate)
+    assert search.restarts == len(ev.restarted) == 4 and len(search.points) == 4
+    assert search.stopped == "every configuration of the grid was evaluated"
+
+
+async def test_the_budget_stops_a_search_with_configurations_left() -> None:
+    ev = Evaluator(0)
+    search = TuneSearch(KNOBS, GOAL, seed=0, budget=3, noise=measure_noise({}, 16), patience=10)
+    await search_loop(search, ev.evaluate, ev.gate)
+    assert search.restarts == 3 and search.stopped == "the budget of 3 restarts is spent"
+
+
 def test_the_start_outside_the_grid_is_kept_but_not_taught() -> None:
     search = TuneSearch(KNOBS, GOAL, seed=0, budget=5, noise=measure_noise({}, 16))
     search.seed_point(Point({A: "9", B: "0.88"}, OK, throughput=1.0, ttft_p95_ms=1.0, start=True))
