@@ -48,10 +48,13 @@ trap stop INT TERM
 beside=$!
 phase1="not serial and not wallclock and not alone and not sweep"
 echo "== phase 1 (-m \"$phase1\", $workers workers, ${idle[*]}), the wallclock scenarios beside it"
+t0=$SECONDS
 "${idle[@]}" "$pytest" -q -n "$workers" --dist loadgroup -m "$phase1" "$@"
 rc1=$?
+s1=$((SECONDS - t0))
 wait "$beside"
 rcw=$?
+sw=$((SECONDS - t0))
 beside=""
 echo
 echo "== the wallclock scenarios (-m wallclock, $wallclock workers, normal priority, beside phase 1)"
@@ -59,24 +62,32 @@ cat "$log"
 rm -f "$log"
 echo
 echo "== the measurement that loads both cores (-m alone, by itself)"
+t0=$SECONDS
 "$pytest" -q -m alone "$@"
 rca=$?
+sa=$((SECONDS - t0))
 echo
 echo "== phase 2 (-m serial, $serial workers, alone)"
+t0=$SECONDS
 "$pytest" -q -n "$serial" --dist loadgroup -m serial "$@"
 rc2=$?
+s2=$((SECONDS - t0))
 echo
 echo "== the sweeps (-m sweep, $sweep workers, by themselves)"
+t0=$SECONDS
 "$pytest" -q -n "$sweep" --dist loadgroup -m sweep "$@"
 rcs=$?
+ss=$((SECONDS - t0))
 if [ -n "$(find "$PITCREW_FREEZE_DIR" -name '*.txt' -size +0 2>/dev/null)" ]; then
   echo
   echo "== a test process ran no Python for 20 s (frozen, or starved of CPU): the stacks faulthandler wrote"
   for f in "$PITCREW_FREEZE_DIR"/*.txt; do [ -s "$f" ] && { echo "-- pid $(basename "$f" .txt)"; head -n 150 "$f"; }; done
 fi
 rm -rf "$PITCREW_FREEZE_DIR"
-verdict() { [ "$1" -eq 0 ] && echo passed || echo "FAILED (exit $1)"; }
+# each step's verdict with its wall time, pytest's start and collection included (the wallclock side's counts from
+# phase 1's start: it ran beside it)
+verdict() { { [ "$1" -eq 0 ] && echo -n passed || echo -n "FAILED (exit $1)"; } && echo " in $2 s"; }
 echo
-echo "phase 1: $(verdict $rc1); wallclock: $(verdict $rcw); alone: $(verdict $rca); phase 2: $(verdict $rc2);" \
-  "sweeps: $(verdict $rcs)"
+echo "phase 1: $(verdict $rc1 $s1); wallclock: $(verdict $rcw $sw); alone: $(verdict $rca $sa);" \
+  "phase 2: $(verdict $rc2 $s2); sweeps: $(verdict $rcs $ss)"
 [ "$rc1" -eq 0 ] && [ "$rcw" -eq 0 ] && [ "$rca" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rcs" -eq 0 ]
