@@ -8,11 +8,9 @@ The bot runs in its own process (`rel_bot_proc.py`), the simulated host in anoth
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-from rel_kit import PG_URL, drop_pg_database, make_pg_database, start_bot_proc, start_sim_proc
+from rel_kit import start_bot_proc, start_sim_proc
 from sqlalchemy import func, select
 
 from services.store.db import Database
@@ -33,27 +31,13 @@ async def _outbox_text(db: Database, key: str) -> str | None:
     return None if row is None else str(row.payload.get("text"))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path, migrated_sqlite: Callable[[Path], str]):
-    if request.param == "sqlite":
-        yield migrated_sqlite(tmp_path / "bot.db")
-        return
-    if not PG_URL:
-        pytest.skip("set PITCREW_TEST_PG_URL for the PostgreSQL half")
-    url = await make_pg_database()
-    try:
-        yield url
-    finally:
-        await drop_pg_database(url)
-
-
-async def test_kill9_mid_benchmark_marks_interrupted_tells_thread_no_second_deploy(tmp_path: Path,
-                                                                                     db_url: str) -> None:
+async def test_kill9_mid_benchmark_marks_interrupted_tells_thread_no_second_deploy(
+        tmp_path: Path, any_db_url: str) -> None:
     sim = await start_sim_proc(tmp_path / "sim", scale=SCALE)
-    db = Database(db_url)
+    db = Database(any_db_url)
     try:
         await db.migrate()
-        bot = await start_bot_proc(db_url, tmp_path / "sim" / "host.json", say=["try 4 steps"], scale=SCALE,
+        bot = await start_bot_proc(any_db_url, tmp_path / "sim" / "host.json", say=["try 4 steps"], scale=SCALE,
                                    bench=LONG_BENCH)
         submitted = await bot.wait_event(lambda e: e.get("event") == "submitted", within=60)
         job_id = int(submitted["job"])
@@ -66,7 +50,7 @@ async def test_kill9_mid_benchmark_marks_interrupted_tells_thread_no_second_depl
         async with db.sessions() as s:
             assert (await s.get(Job, job_id)).state == "running"  # the dead process could not say otherwise
 
-        again = await start_bot_proc(db_url, tmp_path / "sim" / "host.json", scale=SCALE, bench=LONG_BENCH)
+        again = await start_bot_proc(any_db_url, tmp_path / "sim" / "host.json", scale=SCALE, bench=LONG_BENCH)
         ready = await again.wait_event(lambda e: e.get("event") == "ready", within=60)
         await asyncio.sleep(0.5)  # one worker round: nothing may be picked up again
         await again.stop()
