@@ -140,22 +140,20 @@ async def sqlite_db(tmp_path: Path, migrated_sqlite: Callable[[Path], str]) -> A
 async def db(request: pytest.FixtureRequest, tmp_path: Path,
              migrated_sqlite: Callable[[Path], str]) -> AsyncIterator[Database]:
     """A migrated, empty database; each test runs once on SQLite and once on PostgreSQL."""
+    schema: str | None = None
     if request.param == "sqlite":
         database = Database(migrated_sqlite(tmp_path / "pitcrew.db"))
-        try:
-            yield database
-        finally:
-            await database.close()
-        return
-    if not PG_URL:
+    elif not PG_URL:
         pytest.skip("PostgreSQL half skipped: set PITCREW_TEST_PG_URL (the README's test command does)")
-    database, schema = await _pg_schema_db()
-    await database.migrate()
+    else:
+        database, schema = await _pg_schema_db()
+        await database.migrate()
     try:
         yield database
     finally:
         await database.close()
-        await _drop_schema(schema)
+        if schema is not None:
+            await _drop_schema(schema)
 
 
 def pytest_configure(config: pytest.Config) -> None:
